@@ -1,0 +1,35 @@
+//! thinkterm-sidecar: watches every pane of a tmux server, recognises the AI coding agent running
+//! in each, decides whether it is working, blocked, idle or stopped on an error, rolls that up per
+//! tmux window and tells the person (status line, notifications, sounds, panel, CLI, events).
+//!
+//! Map of the crate (data flows top to bottom):
+//! - [`tmux`]: control-mode connections (one per session), the line decoder, the inventory of
+//!   sessions/windows/panes/clients, and pane captures sent over the connection.
+//! - [`osc`]: the streaming escape-sequence scanner and the parsers of what it finds (OSC 7501
+//!   status reports, `THINKTERM_AGENT`, OSC 9;4 progress, titles, OSC 133 prompt marks).
+//! - [`process`]: the foreground process of a pane (procfs) and which agent it is.
+//! - [`rules`]: screen-rule manifests (herdr-compatible), bundled and overridden, and the engine
+//!   that classifies a pane snapshot.
+//! - [`pane`]: the pure per-pane state machine that arbitrates all of the above.
+//! - [`thread`]: the pure per-window rollup (marks, done-until-seen) and its persistence.
+//! - [`effects`]: what the person sees and hears: status-line options, desktop notifications,
+//!   sounds, focusing a pane.
+//! - [`ipc`]: the daemon's unix socket and its JSON-lines protocol, server and client.
+//! - [`daemon`]: the glue that owns the tasks and wires the pieces together.
+//! - [`config`]: defaults, the config file and environment overrides.
+//! - [`cli`]: the command-line interface.
+
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod effects;
+pub mod ids;
+pub mod ipc;
+pub mod osc;
+pub mod pane;
+pub mod paths;
+pub mod process;
+pub mod rules;
+pub mod state;
+pub mod thread;
+pub mod tmux;

@@ -1,0 +1,1 @@
+//! Foreground job of a pane (procfs).

@@ -1,0 +1,5 @@
+//! The foreground process of a pane, read from procfs, and which agent it is.
+//! Owns: reading `/proc`; does not own: what the agent's state is (that is `rules` and `pane`).
+
+pub mod foreground;
+pub mod identify;
