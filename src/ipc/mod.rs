@@ -1,1 +1,3 @@
-//! Placeholder.
+//! The daemon's unix socket and its JSON-lines protocol.
+
+pub mod schema;

@@ -1,0 +1,265 @@
+//! The daemon's vocabulary on its socket: requests, replies and events, as JSON lines. These types
+//! are the documented, stable schema of `agents --json` and `events --json` (see `docs/`).
+//! Adding optional fields is compatible; renaming or removing one is not.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{PaneId, SessionId, WindowId};
+use crate::state::{AgentState, BlockedKind};
+
+/// Version of the schema below, carried in every reply.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A window's mark (S4), as the status line and the panel show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowMark {
+    /// Some pane stopped on an error (a red cross, not the amber mark).
+    Error,
+    /// Some pane is blocked: waiting for the person.
+    Attention,
+    /// Some pane is working, shows progress or a title spinner.
+    Running,
+    /// It was running and stopped while nobody looked.
+    Done,
+    /// None of the above.
+    #[default]
+    Idle,
+}
+
+impl WindowMark {
+    /// The wire word (`attention|error|running|done|idle`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowMark::Error => "error",
+            WindowMark::Attention => "attention",
+            WindowMark::Running => "running",
+            WindowMark::Done => "done",
+            WindowMark::Idle => "idle",
+        }
+    }
+}
+
+/// Where a pane's current state came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateSource {
+    /// An OSC 7501 status report in force.
+    StatusReport,
+    /// A matching screen rule.
+    ScreenRule,
+    /// A known agent with no matching rule: idle by fallback.
+    ScreenFallback,
+    /// The `THINKTERM_AGENT` user variable.
+    UserVar,
+    /// OSC 9;4 progress or a title spinner.
+    Native,
+    /// Nothing decided it.
+    None,
+}
+
+/// One subtask of a reporting program (S7 `id` paths).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subtask {
+    /// The record's id path (`build/test`).
+    pub id: String,
+    /// Its state.
+    pub state: AgentState,
+    /// Its `done` flag: finished, result not yet seen.
+    #[serde(default)]
+    pub done: bool,
+    /// Its message, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+}
+
+/// One pane as `agents --json` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PaneRow {
+    /// Pane id (`%3`).
+    pub pane: PaneId,
+    /// Window id (`@2`).
+    pub window: WindowId,
+    /// Session id (`$1`).
+    pub session: SessionId,
+    /// Session name.
+    pub session_name: String,
+    /// Window index in its session.
+    pub window_index: u32,
+    /// Window name.
+    pub window_name: String,
+    /// Pane index in its window.
+    pub pane_index: u32,
+    /// The pane's title as the program set it (empty when it never did).
+    pub title: String,
+    /// Whether this pane is its window's active pane.
+    pub active: bool,
+    /// Whether its window is its session's current window.
+    pub window_active: bool,
+    /// Current working directory of the pane (tmux `pane_current_path`).
+    pub current_path: String,
+    /// tmux's `pane_current_command`.
+    pub current_command: String,
+    /// The foreground process's pid, when it could be read.
+    pub fg_pid: Option<u32>,
+    /// The foreground process's program name.
+    pub fg_process: Option<String>,
+    /// The foreground process's argv.
+    #[serde(default)]
+    pub fg_argv: Vec<String>,
+    /// The program hides processes behind it (ssh, mosh, nested tmux, serial).
+    pub process_less: bool,
+    /// The identified agent's id, if any.
+    pub agent: Option<String>,
+    /// Its display name.
+    pub agent_name: Option<String>,
+    /// Its mark glyph (None: it has none; show the generic mark and the name).
+    pub agent_mark: Option<String>,
+    /// The pane's state; None = unknown.
+    pub state: Option<AgentState>,
+    /// Finished, result not yet seen (a status report's `done`, or the window's done mark).
+    #[serde(default)]
+    pub unseen_result: bool,
+    /// Where the state came from.
+    pub source: StateSource,
+    /// The screen rule that matched, if that decided.
+    pub rule: Option<String>,
+    /// What the program reports doing (status report `msg`).
+    pub message: Option<String>,
+    /// The report's heading (`title`).
+    #[serde(default)]
+    pub report_title: Option<String>,
+    /// What a blocked program waits for.
+    pub kind: Option<BlockedKind>,
+    /// Progress 0..=100, when reported.
+    pub progress: Option<u8>,
+    /// Subtasks of a reporting program.
+    #[serde(default)]
+    pub subtasks: Vec<Subtask>,
+    /// Unix milliseconds of the last state change.
+    pub since_ms: u64,
+    /// The mark of this pane's window.
+    pub window_mark: WindowMark,
+}
+
+/// A window's rollup, as `agents --attention` and the notifications section list them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowRow {
+    /// Window id.
+    pub window: WindowId,
+    /// Session id.
+    pub session: SessionId,
+    /// Session name.
+    pub session_name: String,
+    /// Window index.
+    pub window_index: u32,
+    /// Window name.
+    pub window_name: String,
+    /// Its mark.
+    pub mark: WindowMark,
+    /// Number of agents in it.
+    pub agents: u32,
+    /// The most urgent pane of the window, if any.
+    pub pane: Option<PaneId>,
+    /// What the most urgent program reported.
+    pub message: Option<String>,
+    /// Unix milliseconds of the last mark change.
+    pub since_ms: u64,
+}
+
+/// One state change, as `events --json` streams it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateEvent {
+    /// Unix milliseconds.
+    pub time_ms: u64,
+    /// Pane.
+    pub pane: PaneId,
+    /// Window.
+    pub window: WindowId,
+    /// Session.
+    pub session: SessionId,
+    /// Session name.
+    pub session_name: String,
+    /// Window name.
+    pub window_name: String,
+    /// The agent, if any.
+    pub agent: Option<String>,
+    /// State before (None = unknown).
+    pub old: Option<AgentState>,
+    /// State after (None = unknown).
+    pub new: Option<AgentState>,
+    /// What decided the new state.
+    pub source: StateSource,
+    /// Rule id, when a screen rule decided.
+    pub rule: Option<String>,
+    /// Message, if reported.
+    pub message: Option<String>,
+    /// Blocked kind, if any.
+    pub kind: Option<BlockedKind>,
+    /// Progress, if any.
+    pub progress: Option<u8>,
+    /// The window's mark after the change.
+    pub window_mark: WindowMark,
+}
+
+/// A request to the daemon (one JSON line).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "request", rename_all = "snake_case")]
+pub enum Request {
+    /// Every pane and window now.
+    Agents,
+    /// Subscribe: a `Snapshot` now, then `Event`s as they happen.
+    Subscribe,
+    /// Reload detection rules and config.
+    Reload,
+    /// Explain one pane's verdict.
+    Explain {
+        /// The pane.
+        pane: PaneId,
+    },
+    /// Bring a pane to the front in a client.
+    Focus {
+        /// The pane.
+        pane: PaneId,
+        /// Prefer this client (tty name) if given.
+        #[serde(default)]
+        client: Option<String>,
+    },
+    /// Mark a window's results seen (the panel jumped there).
+    Seen {
+        /// The pane.
+        pane: PaneId,
+    },
+}
+
+/// A reply or pushed message from the daemon (one JSON line).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    /// Every pane and window now.
+    Snapshot {
+        /// Schema version.
+        schema: u32,
+        /// Panes, ordered by session, window index, pane index.
+        panes: Vec<PaneRow>,
+        /// Windows.
+        windows: Vec<WindowRow>,
+    },
+    /// One state change (only after `Subscribe`).
+    Event(StateEvent),
+    /// A request was done; `message` says what happened.
+    Done {
+        /// Human-readable result (`Detection rules reloaded.`).
+        message: String,
+    },
+    /// A structured answer (explain).
+    Value {
+        /// The answer.
+        value: serde_json::Value,
+    },
+    /// The request failed.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
