@@ -14,6 +14,7 @@
 //! - [`thread`]: the pure per-window rollup (marks, done-until-seen) and its persistence.
 //! - [`effects`]: what the person sees and hears: status-line options, desktop notifications,
 //!   sounds, focusing a pane.
+//! - [`panel`]: the agents panel TUI (ratatui), fed by the daemon's event stream.
 //! - [`ipc`]: the daemon's unix socket and its JSON-lines protocol, server and client.
 //! - [`daemon`]: the glue that owns the tasks and wires the pieces together.
 //! - [`config`]: defaults, the config file and environment overrides.
@@ -27,6 +28,7 @@ pub mod ids;
 pub mod ipc;
 pub mod osc;
 pub mod pane;
+pub mod panel;
 pub mod paths;
 pub mod process;
 pub mod rules;

@@ -1,0 +1,1 @@
+//! Placeholder: the agents panel TUI.
