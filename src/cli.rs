@@ -1,1 +1,195 @@
-//! Placeholder.
+//! The command line: clap definitions and the small clients that talk to the daemon.
+//! Glue only: meaning lives in the library modules.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::ipc::schema::{PaneRow, Reply, Request};
+use crate::ipc::{socket_path, Client};
+use crate::tmux::server::{ServerAddress, ServerChoice};
+
+/// Watches every tmux pane and tells you which AI coding agent needs you.
+#[derive(Debug, Parser)]
+#[command(name = "thinkterm-sidecar", version, about)]
+pub struct Cli {
+    /// tmux server socket name (like `tmux -L NAME`).
+    #[arg(short = 'L', global = true, value_name = "NAME", conflicts_with = "socket_path")]
+    pub socket_name: Option<String>,
+    /// tmux server socket path (like `tmux -S PATH`).
+    #[arg(short = 'S', global = true, value_name = "PATH")]
+    pub socket_path: Option<PathBuf>,
+    /// Config file (default `$XDG_CONFIG_HOME/thinkterm/config.toml`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon in the foreground (one per tmux server).
+    Run,
+    /// List every pane with its agent and state.
+    Agents {
+        /// Print the documented JSON schema instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Only windows that need attention or are done (S4.2), most urgent first.
+        #[arg(long)]
+        attention: bool,
+    },
+    /// Stream state changes as they happen.
+    Events {
+        /// JSON lines (the documented schema).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the effective configuration and where each value came from.
+    Config,
+    /// Detection rules.
+    Rules {
+        /// What to do with them.
+        #[command(subcommand)]
+        action: RulesAction,
+    },
+}
+
+/// `rules` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum RulesAction {
+    /// Reload rules and config in the running daemon.
+    Reload,
+}
+
+impl Cli {
+    /// The tmux server the user picked.
+    pub fn server(&self) -> ServerChoice {
+        if let Some(p) = &self.socket_path {
+            ServerChoice::Path(p.clone())
+        } else if let Some(n) = &self.socket_name {
+            ServerChoice::Name(n.clone())
+        } else {
+            ServerChoice::Default
+        }
+    }
+
+    /// The daemon socket for the picked server.
+    pub fn daemon_socket(&self) -> PathBuf {
+        socket_path(&ServerAddress::resolve(&self.server()))
+    }
+}
+
+/// Connects to the daemon, with a message that says how to start it when it is not running.
+pub async fn connect(cli: &Cli) -> anyhow::Result<Client> {
+    let sock = cli.daemon_socket();
+    Client::connect(&sock).await.map_err(|e| {
+        let addr = ServerAddress::resolve(&cli.server());
+        anyhow::anyhow!(
+            "no thinkterm-sidecar daemon for the tmux server at {} ({}: {e}); start one with `thinkterm-sidecar run`",
+            addr.socket.display(),
+            sock.display()
+        )
+    })
+}
+
+/// `agents`.
+pub async fn agents(cli: &Cli, json: bool, attention: bool) -> anyhow::Result<()> {
+    let mut c = connect(cli).await?;
+    let reply = c.request(&Request::Agents).await?;
+    let Reply::Snapshot { schema, panes, windows } = reply else {
+        anyhow::bail!("unexpected reply from the daemon: {reply:?}");
+    };
+    if attention {
+        let mut ws: Vec<_> = windows.into_iter().filter(|w| w.mark < crate::ipc::schema::WindowMark::Running || w.mark == crate::ipc::schema::WindowMark::Done).collect();
+        ws.sort_by_key(|w| (w.mark, std::cmp::Reverse(w.since_ms)));
+        if json {
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "schema": schema, "windows": ws }))?);
+        } else {
+            for w in ws {
+                println!("{:<9} {}:{} {}  {}", w.mark.as_str(), w.session_name, w.window_index, w.window_name, w.message.unwrap_or_default());
+            }
+        }
+        return Ok(());
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "schema": schema, "panes": panes, "windows": windows }))?);
+    } else {
+        print!("{}", table(&panes));
+    }
+    Ok(())
+}
+
+fn table(panes: &[PaneRow]) -> String {
+    let mut out = format!("{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n", "SESSION", "WINDOW", "PANE", "PROCESS", "AGENT", "STATE");
+    for p in panes {
+        let window = format!("{}:{}", p.window_index, p.window_name);
+        let process = if p.process_less {
+            format!("{} (remote)", p.fg_process.clone().unwrap_or_default())
+        } else {
+            p.fg_process.clone().unwrap_or_else(|| p.current_command.clone())
+        };
+        out.push_str(&format!(
+            "{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n",
+            trunc(&p.session_name, 16),
+            trunc(&window, 20),
+            p.pane.to_string(),
+            trunc(&process, 14),
+            p.agent.as_deref().unwrap_or("-"),
+            p.state.map(|s| s.as_str()).unwrap_or("unknown"),
+        ));
+    }
+    out
+}
+
+fn trunc(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// `events`.
+pub async fn events(cli: &Cli, json: bool) -> anyhow::Result<()> {
+    let mut c = connect(cli).await?;
+    c.send(&Request::Subscribe).await?;
+    while let Some(reply) = c.next().await? {
+        if let Reply::Event(e) = reply {
+            if json {
+                println!("{}", serde_json::to_string(&e)?);
+            } else {
+                let st = |s: Option<crate::state::AgentState>| s.map(|s| s.as_str()).unwrap_or("unknown");
+                println!(
+                    "{} {}:{} {} {} {} -> {}  {}",
+                    e.time_ms,
+                    e.session_name,
+                    e.window_name,
+                    e.pane,
+                    e.agent.as_deref().unwrap_or("-"),
+                    st(e.old),
+                    st(e.new),
+                    e.message.unwrap_or_default()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `rules reload`.
+pub async fn rules_reload(cli: &Cli) -> anyhow::Result<()> {
+    let mut c = connect(cli).await?;
+    match c.request(&Request::Reload).await? {
+        Reply::Done { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        Reply::Error { message } => anyhow::bail!(message),
+        other => anyhow::bail!("unexpected reply: {other:?}"),
+    }
+}

@@ -1,1 +1,49 @@
-fn main() {}
+//! The `thinkterm-sidecar` binary: parse the command line, set up logging, call the library.
+
+use clap::Parser;
+use thinkterm_sidecar::cli::{self, Cli, Command, RulesAction};
+use thinkterm_sidecar::daemon::{self, Fatal};
+
+fn main() {
+    let cli = Cli::parse();
+    let filter = std::env::var("THINKTERM_LOG").ok().unwrap_or_else(|| match cli.command {
+        Command::Run => thinkterm_sidecar::config::load(cli.config.as_deref()).config.log,
+        _ => "warn".into(),
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("thinkterm-sidecar: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let result = rt.block_on(async {
+        match &cli.command {
+            Command::Run => {
+                daemon::run(daemon::Options { server: cli.server(), config_path: cli.config.clone() }).await
+            }
+            Command::Agents { json, attention } => cli::agents(&cli, *json, *attention).await,
+            Command::Events { json } => cli::events(&cli, *json).await,
+            Command::Config => {
+                let l = thinkterm_sidecar::config::load(cli.config.as_deref());
+                for w in &l.warnings {
+                    eprintln!("warning: {w}");
+                }
+                print!("{}", l.describe());
+                Ok(())
+            }
+            Command::Rules { action: RulesAction::Reload } => cli::rules_reload(&cli).await,
+        }
+    });
+    if let Err(e) = result {
+        let code = e.downcast_ref::<Fatal>().map(|f| f.code).unwrap_or(1);
+        eprintln!("thinkterm-sidecar: {e:#}");
+        std::process::exit(code);
+    }
+}

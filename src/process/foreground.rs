@@ -1,1 +1,133 @@
-//! Foreground job of a pane (procfs).
+//! The foreground job of a pane, read from procfs: field `tpgid` of `/proc/<pane_pid>/stat`
+//! (tcgetpgrp on the pane's tty does not work from outside), then the job's processes found by
+//! walking the pane's process tree through `/proc/PID/task/TID/children`. Only files are read:
+//! no process is spawned.
+
+use std::collections::VecDeque;
+use std::fs;
+
+use super::identify::ProcInfo;
+
+/// Walk at most this many processes under a pane (agents spawn a few helpers; a build can
+/// spawn hundreds, which we need not see).
+pub const MAX_PROCS: usize = 64;
+
+/// What runs in a pane's foreground.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Foreground {
+    /// The foreground process group (the job), when readable.
+    pub tpgid: Option<u32>,
+    /// The foreground job is the pane's own first process (the shell at its prompt).
+    pub at_shell: bool,
+    /// The job's processes, leader first, then the other members, then their descendants.
+    pub procs: Vec<ProcInfo>,
+}
+
+impl Foreground {
+    /// The job's leader, if it could be read.
+    pub fn leader(&self) -> Option<&ProcInfo> {
+        self.procs.first()
+    }
+}
+
+/// Fields of `/proc/PID/stat` after the command name.
+struct Stat {
+    pgrp: u32,
+    tpgid: i64,
+}
+
+fn read_stat(pid: u32) -> Option<Stat> {
+    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name can contain spaces and parentheses: split after the last ')'.
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // state ppid pgrp session tty_nr tpgid
+    Some(Stat { pgrp: f.get(2)?.parse().ok()?, tpgid: f.get(5)?.parse().ok()? })
+}
+
+/// Reads one process's comm and argv.
+pub fn read_proc(pid: u32) -> Option<ProcInfo> {
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end_matches('\n').to_string();
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    Some(ProcInfo { pid, comm, argv })
+}
+
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return out };
+    for t in tasks.flatten() {
+        if let Ok(s) = fs::read_to_string(t.path().join("children")) {
+            out.extend(s.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+/// Probes the foreground job of the pane whose first process is `pane_pid`.
+pub fn probe(pane_pid: u32) -> Foreground {
+    let Some(stat) = read_stat(pane_pid) else { return Foreground::default() };
+    let tpgid = u32::try_from(stat.tpgid).ok().filter(|&t| t > 0);
+    let Some(tpgid) = tpgid else {
+        return Foreground { tpgid: None, at_shell: false, procs: read_proc(pane_pid).into_iter().collect() };
+    };
+    let at_shell = tpgid == pane_pid || stat.pgrp == tpgid;
+    // Breadth-first over the pane's tree, sorting members of the job before the rest.
+    let mut members = Vec::new();
+    let mut others = Vec::new();
+    let mut queue = VecDeque::from([pane_pid]);
+    let mut seen = 0usize;
+    while let Some(pid) = queue.pop_front() {
+        seen += 1;
+        if seen > MAX_PROCS {
+            break;
+        }
+        let in_job = read_stat(pid).map(|s| s.pgrp == tpgid).unwrap_or(false);
+        if in_job {
+            if let Some(p) = read_proc(pid) {
+                if pid == tpgid {
+                    members.insert(0, p);
+                } else {
+                    members.push(p);
+                }
+            }
+        } else if pid != pane_pid && !members.is_empty() {
+            if let Some(p) = read_proc(pid) {
+                others.push(p);
+            }
+        }
+        queue.extend(children(pid));
+    }
+    if members.is_empty() {
+        // The job leader is not under the pane's first process (rare: a re-parented job).
+        if let Some(p) = read_proc(tpgid) {
+            members.push(p);
+        }
+    }
+    members.extend(others);
+    Foreground { tpgid: Some(tpgid), at_shell, procs: members }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_process() {
+        let me = std::process::id();
+        let p = read_proc(me).expect("own /proc entry");
+        assert_eq!(p.pid, me);
+        assert!(!p.comm.is_empty());
+        assert!(!p.argv.is_empty());
+        assert!(read_stat(me).is_some());
+    }
+
+    #[test]
+    fn missing_process_reads_as_nothing() {
+        assert_eq!(probe(u32::MAX - 1), Foreground::default());
+    }
+}

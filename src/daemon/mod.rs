@@ -1,0 +1,325 @@
+//! The daemon: owns every task and all state, and wires the pieces together. One core loop
+//! (`select!` over tmux notifications, socket requests, signals and the nearest deadline) so
+//! that each piece of state has one owner and nothing runs when nothing happens: no timer is
+//! armed unless some work is due.
+
+mod ipc_server;
+mod panes;
+mod snapshot;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+use tokio::time::sleep_until;
+
+use crate::config::{self, Loaded};
+use crate::ids::PaneId;
+use crate::ipc::schema::{Reply, Request};
+use crate::process::identify::IdentityTable;
+use crate::tmux::observer::{Observed, Observer};
+use crate::tmux::server::{ServerAddress, ServerChoice};
+pub use ipc_server::IpcMessage;
+use panes::PaneEntry;
+
+/// How the daemon was asked to run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Which tmux server.
+    pub server: ServerChoice,
+    /// `--config`.
+    pub config_path: Option<PathBuf>,
+}
+
+/// The exit code for "tmux is not installed".
+pub const EXIT_NO_TMUX: i32 = 2;
+
+/// Failure that maps to a specific exit code.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Fatal {
+    /// What to print.
+    pub message: String,
+    /// Exit code.
+    pub code: i32,
+}
+
+/// Delay between structural notifications and the re-listing they cause (they come in bursts).
+const RELIST_DELAY: Duration = Duration::from_millis(15);
+/// Longest wait between attempts to reach a tmux server that is not there.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+enum Wake {
+    Observed(Observed),
+    Ipc(IpcMessage),
+    Deadline,
+    Reload,
+    Shutdown,
+}
+
+struct Daemon {
+    tmux: PathBuf,
+    addr: ServerAddress,
+    config: Loaded,
+    config_path: Option<PathBuf>,
+    identities: IdentityTable,
+    observer: Option<Observer>,
+    panes: HashMap<PaneId, PaneEntry>,
+    subscribers: Vec<mpsc::Sender<Reply>>,
+    relist_at: Option<Instant>,
+    probe_at: Option<Instant>,
+    reconnect_at: Option<Instant>,
+    backoff: Duration,
+    waiting_logged: bool,
+}
+
+/// Runs the daemon until SIGINT or SIGTERM.
+pub async fn run(opts: Options) -> anyhow::Result<()> {
+    let tmux = crate::tmux::server::find_tmux().ok_or_else(|| Fatal {
+        message: "tmux is not installed (not found on PATH); install tmux 3.2 or later".into(),
+        code: EXIT_NO_TMUX,
+    })?;
+    let config = config::load(opts.config_path.as_deref());
+    for w in &config.warnings {
+        tracing::warn!("{w}");
+    }
+    let addr = ServerAddress::resolve(&opts.server);
+    let sock = crate::ipc::socket_path(&addr);
+    let listener = crate::ipc::bind(&sock).map_err(|e| Fatal { message: e.to_string(), code: 1 })?;
+    tracing::info!(socket = %sock.display(), tmux = %addr.socket.display(), "thinkterm-sidecar running");
+    let (ipc_tx, mut ipc_rx) = mpsc::channel(64);
+    tokio::spawn(ipc_server::serve(listener, ipc_tx));
+
+    let mut d = Daemon {
+        tmux,
+        addr,
+        config,
+        config_path: opts.config_path,
+        identities: IdentityTable::builtin(),
+        observer: None,
+        panes: HashMap::new(),
+        subscribers: Vec::new(),
+        relist_at: None,
+        probe_at: None,
+        reconnect_at: Some(Instant::now()),
+        backoff: Duration::from_millis(100),
+        waiting_logged: false,
+    };
+    let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+    let mut hup = signal(SignalKind::hangup()).context("SIGHUP handler")?;
+    loop {
+        let deadline = d.next_deadline();
+        let wake = tokio::select! {
+            o = next_observed(&mut d.observer) => Wake::Observed(o),
+            Some(m) = ipc_rx.recv() => Wake::Ipc(m),
+            _ = sleep_opt(deadline) => Wake::Deadline,
+            _ = hup.recv() => Wake::Reload,
+            _ = term.recv() => Wake::Shutdown,
+            _ = int.recv() => Wake::Shutdown,
+        };
+        match wake {
+            Wake::Observed(o) => d.on_observed(o).await,
+            Wake::Ipc(m) => d.on_ipc(m).await,
+            Wake::Deadline => d.on_deadline().await,
+            Wake::Reload => {
+                let msg = d.reload();
+                tracing::info!("{msg}");
+            }
+            Wake::Shutdown => break,
+        }
+    }
+    tracing::info!("shutting down");
+    drop(d.observer.take());
+    let _ = std::fs::remove_file(&sock);
+    Ok(())
+}
+
+async fn next_observed(o: &mut Option<Observer>) -> Observed {
+    match o {
+        Some(o) => o.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_opt(t: Option<Instant>) {
+    match t {
+        Some(t) => sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+impl Daemon {
+    fn next_deadline(&self) -> Option<Instant> {
+        [self.relist_at, self.probe_at, self.reconnect_at].into_iter().fold(None, min_opt)
+    }
+
+    async fn on_deadline(&mut self) {
+        let now = Instant::now();
+        if self.reconnect_at.is_some_and(|t| t <= now) {
+            self.reconnect_at = None;
+            self.try_connect().await;
+        }
+        if self.relist_at.is_some_and(|t| t <= now) {
+            self.relist_at = None;
+            self.relist().await;
+        }
+        if self.probe_at.is_some_and(|t| t <= now) {
+            self.probe_all();
+            self.probe_at = Some(now + Duration::from_secs(self.config.config.probe_interval_s));
+        }
+    }
+
+    async fn try_connect(&mut self) {
+        match Observer::connect(self.tmux.clone(), self.addr.clone()).await {
+            Ok(o) => {
+                tracing::info!(
+                    tmux = %self.addr.socket.display(),
+                    sessions = o.inventory().sessions.len(),
+                    panes = o.inventory().panes.len(),
+                    "attached to tmux server"
+                );
+                self.observer = Some(o);
+                self.waiting_logged = false;
+                self.backoff = Duration::from_millis(100);
+                self.sync_panes();
+                self.probe_at = Some(Instant::now() + Duration::from_secs(self.config.config.probe_interval_s));
+                self.broadcast_snapshot();
+            }
+            Err(e) => {
+                if !self.waiting_logged {
+                    tracing::info!(reason = %e, "waiting for tmux server at {}", self.addr.socket.display());
+                    self.waiting_logged = true;
+                }
+                self.reconnect_at = Some(Instant::now() + self.backoff);
+                self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+
+    async fn on_observed(&mut self, o: Observed) {
+        match o {
+            Observed::Output { pane, data } => {
+                if let Some(p) = self.panes.get_mut(&pane) {
+                    p.on_output(&data);
+                }
+            }
+            Observed::Structure => {
+                self.relist_at.get_or_insert(Instant::now() + RELIST_DELAY);
+            }
+            Observed::Clients => {
+                if let Some(obs) = &mut self.observer {
+                    if let Err(e) = obs.refresh_clients().await {
+                        tracing::debug!(error = %e, "list-clients failed");
+                    }
+                }
+            }
+            Observed::Title(_) => {}
+            Observed::Command(pane) => {
+                self.probe(pane);
+            }
+            Observed::Paused(_) | Observed::Continued(_) => {}
+            Observed::ServerGone => {
+                tracing::warn!("tmux server at {} went away; waiting for it to come back", self.addr.socket.display());
+                self.observer = None;
+                self.panes.clear();
+                self.relist_at = None;
+                self.probe_at = None;
+                self.waiting_logged = true;
+                self.backoff = Duration::from_millis(100);
+                self.reconnect_at = Some(Instant::now() + self.backoff);
+                self.broadcast_snapshot();
+            }
+        }
+    }
+
+    async fn relist(&mut self) {
+        let Some(obs) = &mut self.observer else { return };
+        if let Err(e) = obs.refresh().await {
+            tracing::debug!(error = %e, "re-listing failed");
+            return;
+        }
+        self.sync_panes();
+        self.broadcast_snapshot();
+    }
+
+    /// Adds entries for new panes (probing them) and drops entries of closed ones.
+    fn sync_panes(&mut self) {
+        let Some(obs) = &self.observer else { return };
+        let inv = obs.inventory();
+        self.panes.retain(|id, _| inv.panes.contains_key(id));
+        let new: Vec<(PaneId, u32)> =
+            inv.panes.values().filter(|p| !self.panes.contains_key(&p.id)).map(|p| (p.id, p.pid)).collect();
+        for (id, pid) in new {
+            self.panes.insert(id, PaneEntry::new(pid));
+            self.probe(id);
+        }
+    }
+
+    fn probe(&mut self, pane: PaneId) {
+        let detection = self.config.config.agent_status_detection;
+        if let Some(p) = self.panes.get_mut(&pane) {
+            p.probe(&self.identities, detection);
+        }
+    }
+
+    fn probe_all(&mut self) {
+        let ids: Vec<PaneId> = self.panes.keys().copied().collect();
+        for id in ids {
+            self.probe(id);
+        }
+    }
+
+    fn reload(&mut self) -> String {
+        self.config = config::load(self.config_path.as_deref());
+        for w in &self.config.warnings {
+            tracing::warn!("{w}");
+        }
+        self.probe_all();
+        self.broadcast_snapshot();
+        "Detection rules reloaded.".to_string()
+    }
+
+    fn snapshot(&self) -> Reply {
+        snapshot::build(self.observer.as_ref().map(|o| o.inventory()), &self.panes)
+    }
+
+    fn broadcast_snapshot(&mut self) {
+        if self.subscribers.is_empty() {
+            return;
+        }
+        let snap = self.snapshot();
+        self.subscribers.retain(|s| s.try_send(snap.clone()).is_ok() || !s.is_closed());
+    }
+
+    async fn on_ipc(&mut self, m: IpcMessage) {
+        let reply = match m.request {
+            Request::Agents => self.snapshot(),
+            Request::Subscribe => {
+                let _ = m.reply.send(self.snapshot()).await;
+                self.subscribers.push(m.reply);
+                return;
+            }
+            Request::Reload => Reply::Done { message: self.reload() },
+            Request::Explain { pane } => match self.panes.get(&pane) {
+                Some(p) => Reply::Value { value: p.explain() },
+                None => Reply::Error { message: format!("no pane {pane}") },
+            },
+            Request::Focus { pane, .. } | Request::Seen { pane } => {
+                Reply::Error { message: format!("not supported yet for {pane}") }
+            }
+        };
+        let _ = m.reply.send(reply).await;
+    }
+}

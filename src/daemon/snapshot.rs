@@ -1,0 +1,56 @@
+//! Builds the `Snapshot` reply (what `agents --json` prints) from the inventory and the panes.
+
+use std::collections::HashMap;
+
+use super::panes::PaneEntry;
+use crate::ids::PaneId;
+use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, SCHEMA_VERSION};
+use crate::process::identify::Identity;
+use crate::tmux::inventory::Inventory;
+
+/// The snapshot of everything now.
+pub fn build(inv: Option<&Inventory>, panes: &HashMap<PaneId, PaneEntry>) -> Reply {
+    let mut rows = Vec::new();
+    if let Some(inv) = inv {
+        for p in inv.panes.values() {
+            let entry = panes.get(&p.id);
+            let agent = entry.and_then(|e| e.agent()).map(str::to_string);
+            rows.push(PaneRow {
+                pane: p.id,
+                window: p.window,
+                session: p.session,
+                session_name: p.session_name.clone(),
+                window_index: p.window_index,
+                window_name: p.window_name.clone(),
+                pane_index: p.index,
+                title: p.title.clone(),
+                active: p.active,
+                window_active: p.window_active,
+                current_path: p.current_path.clone(),
+                current_command: p.current_command.clone(),
+                fg_pid: entry.and_then(|e| e.fg.leader()).map(|l| l.pid),
+                fg_process: entry.and_then(|e| e.fg_name()),
+                fg_argv: entry.and_then(|e| e.fg.leader()).map(|l| l.argv.clone()).unwrap_or_default(),
+                process_less: entry.is_some_and(|e| matches!(e.identity, Identity::ProcessLess { .. })),
+                agent_name: agent.clone(),
+                agent_mark: None,
+                agent,
+                state: None,
+                unseen_result: false,
+                source: StateSource::None,
+                rule: None,
+                message: None,
+                report_title: None,
+                kind: None,
+                progress: None,
+                subtasks: Vec::new(),
+                since_ms: entry.map(|e| e.since_ms).unwrap_or(0),
+                window_mark: WindowMark::Idle,
+            });
+        }
+    }
+    rows.sort_by(|a, b| {
+        (a.session, a.window_index, a.pane_index).cmp(&(b.session, b.window_index, b.pane_index))
+    });
+    Reply::Snapshot { schema: SCHEMA_VERSION, panes: rows, windows: Vec::new() }
+}

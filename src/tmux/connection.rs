@@ -1,0 +1,174 @@
+//! One control-mode client: `tmux -S SOCKET -C attach -t SESSION -f ignore-size,read-only`, run
+//! as a child process. A reader task decodes its stdout into notifications (sent to a shared
+//! channel, tagged with the connection's id) and hands each command reply to whoever awaits it;
+//! a writer task sends command lines. Replies come back in the order commands were sent, which
+//! is how a reply finds its caller.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use super::protocol::{Decoder, LineSplitter, Notification, Reply};
+use super::server::ServerAddress;
+
+/// Identifies a connection in the shared event channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(pub u64);
+
+/// What a connection tells its owner.
+#[derive(Debug)]
+pub enum ConnEvent {
+    /// A notification (never a reply to one of our commands).
+    Notification(Notification),
+    /// The client ended (stdout closed); the reason from `%exit` when tmux gave one.
+    Closed(Option<String>),
+}
+
+/// Why a command got no reply.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// An empty line would detach the client; a newline would split the command.
+    #[error("refusing to send an empty or multi-line command")]
+    BadLine,
+    /// The connection ended before replying.
+    #[error("the tmux control connection closed")]
+    Closed,
+    /// tmux answered with `%error`.
+    #[error("tmux: {0}")]
+    Tmux(String),
+}
+
+type Pending = Arc<Mutex<VecDeque<oneshot::Sender<Reply>>>>;
+
+/// A handle on a running control client. Cheap to clone; the client detaches when the last
+/// handle is dropped (its stdin closes).
+#[derive(Clone, Debug)]
+pub struct Connection {
+    id: ConnId,
+    commands: mpsc::UnboundedSender<(String, oneshot::Sender<Reply>)>,
+}
+
+/// Control-client flags: never resize windows, never type into panes.
+pub const ATTACH_FLAGS: &str = "ignore-size,read-only";
+
+impl Connection {
+    /// Starts a control client attached to `session` (a tmux target such as `$3`).
+    pub fn spawn(
+        tmux: &Path,
+        addr: &ServerAddress,
+        session: &str,
+        id: ConnId,
+        events: mpsc::Sender<(ConnId, ConnEvent)>,
+    ) -> std::io::Result<Connection> {
+        let mut child = Command::new(tmux)
+            .args(addr.tmux_args())
+            .args(["-C", "attach-session", "-t", session, "-f", ATTACH_FLAGS])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let pending: Pending = Arc::default();
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(stdin, rx, pending.clone()));
+        tokio::spawn(read_loop(child, stdout, pending, id, events));
+        Ok(Connection { id, commands: tx })
+    }
+
+    /// This connection's id.
+    pub fn id(&self) -> ConnId {
+        self.id
+    }
+
+    /// Sends one command line and awaits its reply body.
+    pub async fn command(&self, line: impl Into<String>) -> Result<Vec<String>, CommandError> {
+        let line = line.into();
+        if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
+            return Err(CommandError::BadLine);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.commands.send((line, tx)).map_err(|_| CommandError::Closed)?;
+        let reply = rx.await.map_err(|_| CommandError::Closed)?;
+        if reply.ok {
+            Ok(reply.body)
+        } else {
+            Err(CommandError::Tmux(reply.body.join(" ")))
+        }
+    }
+
+    /// Whether the client is still running.
+    pub fn is_open(&self) -> bool {
+        !self.commands.is_closed()
+    }
+}
+
+async fn write_loop(
+    mut stdin: ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<(String, oneshot::Sender<Reply>)>,
+    pending: Pending,
+) {
+    while let Some((mut line, reply)) = rx.recv().await {
+        // Queue the waiter before the line can be answered.
+        if let Ok(mut p) = pending.lock() {
+            p.push_back(reply);
+        }
+        line.push('\n');
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+    // Dropping stdin detaches the client.
+}
+
+async fn read_loop(
+    mut child: Child,
+    mut stdout: ChildStdout,
+    pending: Pending,
+    id: ConnId,
+    events: mpsc::Sender<(ConnId, ConnEvent)>,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut splitter = LineSplitter::default();
+    let mut decoder = Decoder::default();
+    let mut exit_reason = None;
+    let mut out: Vec<Notification> = Vec::new();
+    'read: loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        splitter.feed(&buf[..n], |line| out.extend(decoder.decode(line)));
+        for note in out.drain(..) {
+            match note {
+                Notification::Reply(r) if r.from_client => {
+                    let waiter = pending.lock().ok().and_then(|mut p| p.pop_front());
+                    if let Some(w) = waiter {
+                        let _ = w.send(r);
+                    }
+                }
+                Notification::Reply(_) => {}
+                Notification::Exit(reason) => {
+                    exit_reason = reason;
+                }
+                other => {
+                    if events.send((id, ConnEvent::Notification(other))).await.is_err() {
+                        break 'read;
+                    }
+                }
+            }
+        }
+    }
+    if let Ok(mut p) = pending.lock() {
+        p.clear();
+    }
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    let _ = events.send((id, ConnEvent::Closed(exit_reason))).await;
+}

@@ -1,0 +1,319 @@
+//! What the tmux server holds: sessions, windows, panes and clients, parsed from one
+//! `list-sessions` / `list-panes -a` / `list-clients` round and kept current between rounds by
+//! subscription changes (titles, current commands). Structural notifications trigger a new round.
+
+use std::collections::BTreeMap;
+
+use super::command::{format_of, SEP};
+use crate::ids::{PaneId, SessionId, WindowId};
+
+/// One session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Id.
+    pub id: SessionId,
+    /// Name.
+    pub name: String,
+    /// Group name, for grouped sessions (they share windows).
+    pub group: Option<String>,
+    /// Number of attached clients (control clients included).
+    pub attached: u32,
+}
+
+/// One pane, with its window and session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaneInfo {
+    /// Pane id.
+    pub id: PaneId,
+    /// Session (the first one listing it, for grouped sessions).
+    pub session: SessionId,
+    /// Session name.
+    pub session_name: String,
+    /// Window id.
+    pub window: WindowId,
+    /// Window index in the session.
+    pub window_index: u32,
+    /// Window name.
+    pub window_name: String,
+    /// Whether the window is its session's current window.
+    pub window_active: bool,
+    /// Pane index in the window.
+    pub index: u32,
+    /// Whether it is the window's active pane.
+    pub active: bool,
+    /// The pid of the pane's first process (usually the shell).
+    pub pid: u32,
+    /// The pane's tty.
+    pub tty: String,
+    /// The title (tmux's: the host name until a program sets one).
+    pub title: String,
+    /// `pane_current_command`.
+    pub current_command: String,
+    /// `pane_current_path`.
+    pub current_path: String,
+    /// Width in cells.
+    pub width: u32,
+    /// Height in cells.
+    pub height: u32,
+    /// Alternate screen on.
+    pub alternate_on: bool,
+    /// The pane's program exited (remain-on-exit).
+    pub dead: bool,
+    /// In a mode (copy mode ...).
+    pub in_mode: bool,
+}
+
+/// One client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// `client_name`.
+    pub name: String,
+    /// `client_tty`.
+    pub tty: String,
+    /// `client_pid`.
+    pub pid: u32,
+    /// Its session.
+    pub session: Option<SessionId>,
+    /// Its current window.
+    pub window: Option<WindowId>,
+    /// That window's active pane.
+    pub pane: Option<PaneId>,
+    /// `client_flags` (comma-separated: attached, focused, control-mode, ...).
+    pub flags: String,
+    /// The client's terminal has focus (as far as tmux knows).
+    pub focused: bool,
+    /// A control-mode client (like ours): never a person looking.
+    pub control_mode: bool,
+    /// `client_activity`, unix seconds.
+    pub activity: u64,
+}
+
+const SESSION_FIELDS: &[&str] = &["session_id", "session_name", "session_group", "session_attached"];
+const PANE_FIELDS: &[&str] = &[
+    "session_id",
+    "session_name",
+    "window_id",
+    "window_index",
+    "window_active",
+    "pane_id",
+    "pane_index",
+    "pane_active",
+    "pane_pid",
+    "pane_tty",
+    "pane_current_command",
+    "pane_width",
+    "pane_height",
+    "alternate_on",
+    "pane_dead",
+    "pane_in_mode",
+    "window_name",
+    "pane_current_path",
+    "pane_title",
+];
+const CLIENT_FIELDS: &[&str] = &[
+    "client_name",
+    "client_tty",
+    "client_pid",
+    "session_id",
+    "window_id",
+    "pane_id",
+    "client_flags",
+    "client_control_mode",
+    "client_activity",
+];
+
+/// The `list-sessions` command line.
+pub fn list_sessions_command() -> String {
+    format!("list-sessions -F '{}'", format_of(SESSION_FIELDS))
+}
+
+/// The `list-panes -a` command line.
+pub fn list_panes_command() -> String {
+    format!("list-panes -a -F '{}'", format_of(PANE_FIELDS))
+}
+
+/// The `list-clients` command line.
+pub fn list_clients_command() -> String {
+    format!("list-clients -F '{}'", format_of(CLIENT_FIELDS))
+}
+
+/// Everything the server holds, as of the last listing.
+#[derive(Clone, Debug, Default)]
+pub struct Inventory {
+    /// Sessions by id.
+    pub sessions: BTreeMap<SessionId, SessionInfo>,
+    /// Panes by id (grouped sessions de-duplicated: one entry per pane).
+    pub panes: BTreeMap<PaneId, PaneInfo>,
+    /// Clients, in tmux's order.
+    pub clients: Vec<ClientInfo>,
+}
+
+fn fields(line: &str, n: usize) -> Option<Vec<&str>> {
+    let f: Vec<&str> = line.splitn(n, SEP).collect();
+    (f.len() == n).then_some(f)
+}
+
+fn flag(s: &str) -> bool {
+    s == "1"
+}
+
+/// Parses `list-sessions` output.
+pub fn parse_sessions(body: &[String]) -> BTreeMap<SessionId, SessionInfo> {
+    let mut out = BTreeMap::new();
+    for line in body {
+        let Some(f) = fields(line, SESSION_FIELDS.len()) else { continue };
+        let Some(id) = SessionId::parse(f[0]) else { continue };
+        out.insert(
+            id,
+            SessionInfo {
+                id,
+                name: f[1].to_string(),
+                group: (!f[2].is_empty()).then(|| f[2].to_string()),
+                attached: f[3].parse().unwrap_or(0),
+            },
+        );
+    }
+    out
+}
+
+/// Parses `list-panes -a` output; a pane listed under several (grouped) sessions is kept once,
+/// under the first.
+pub fn parse_panes(body: &[String]) -> BTreeMap<PaneId, PaneInfo> {
+    let mut out = BTreeMap::new();
+    for line in body {
+        let Some(f) = fields(line, PANE_FIELDS.len()) else {
+            tracing::debug!(line, "unparsable list-panes line");
+            continue;
+        };
+        let (Some(session), Some(window), Some(id)) =
+            (SessionId::parse(f[0]), WindowId::parse(f[2]), PaneId::parse(f[5]))
+        else {
+            continue;
+        };
+        out.entry(id).or_insert_with(|| PaneInfo {
+            id,
+            session,
+            session_name: f[1].to_string(),
+            window,
+            window_index: f[3].parse().unwrap_or(0),
+            window_active: flag(f[4]),
+            index: f[6].parse().unwrap_or(0),
+            active: flag(f[7]),
+            pid: f[8].parse().unwrap_or(0),
+            tty: f[9].to_string(),
+            current_command: f[10].to_string(),
+            width: f[11].parse().unwrap_or(0),
+            height: f[12].parse().unwrap_or(0),
+            alternate_on: flag(f[13]),
+            dead: flag(f[14]),
+            in_mode: flag(f[15]),
+            window_name: f[16].to_string(),
+            current_path: f[17].to_string(),
+            title: f[18].to_string(),
+        });
+    }
+    out
+}
+
+/// Parses `list-clients` output.
+pub fn parse_clients(body: &[String]) -> Vec<ClientInfo> {
+    body.iter()
+        .filter_map(|line| {
+            let f = fields(line, CLIENT_FIELDS.len())?;
+            let flags = f[6].to_string();
+            let has = |name: &str| flags.split(',').any(|x| x == name);
+            Some(ClientInfo {
+                name: f[0].to_string(),
+                tty: f[1].to_string(),
+                pid: f[2].parse().unwrap_or(0),
+                session: SessionId::parse(f[3]),
+                window: WindowId::parse(f[4]),
+                pane: PaneId::parse(f[5]),
+                focused: has("focused"),
+                control_mode: flag(f[7]) || has("control-mode"),
+                flags,
+                activity: f[8].parse().unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+impl Inventory {
+    /// The sessions to attach a control client to: one per session group, one per ungrouped
+    /// session (grouped sessions share their windows, so one client sees all their panes).
+    pub fn attach_targets(&self) -> Vec<SessionId> {
+        let mut groups = std::collections::HashSet::new();
+        self.sessions
+            .values()
+            .filter(|s| match &s.group {
+                Some(g) => groups.insert(g.clone()),
+                None => true,
+            })
+            .map(|s| s.id)
+            .collect()
+    }
+
+    /// The session whose control client covers `id` (itself, or its group's first session).
+    pub fn covering_session(&self, id: SessionId) -> Option<SessionId> {
+        let s = self.sessions.get(&id)?;
+        match &s.group {
+            None => Some(id),
+            Some(g) => self.sessions.values().find(|o| o.group.as_ref() == Some(g)).map(|o| o.id),
+        }
+    }
+
+    /// Clients that are people (not control-mode clients such as this sidecar's).
+    pub fn people(&self) -> impl Iterator<Item = &ClientInfo> {
+        self.clients.iter().filter(|c| !c.control_mode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(parts: &[&str]) -> String {
+        parts.join(&SEP.to_string())
+    }
+
+    #[test]
+    fn panes_parse_and_grouped_duplicates_collapse() {
+        let a = row(&[
+            "$0", "main", "@1", "0", "1", "%3", "0", "1", "4242", "/dev/pts/4", "bash", "80", "24", "0",
+            "0", "0", "my win", "/home/u", "vm: title with ␟ weird",
+        ]);
+        let b = a.replacen("$0", "$1", 1);
+        let panes = parse_panes(&[a, b, "garbage".into()]);
+        assert_eq!(panes.len(), 1);
+        let p = &panes[&PaneId(3)];
+        assert_eq!(p.session, SessionId(0));
+        assert_eq!(p.window, WindowId(1));
+        assert_eq!(p.pid, 4242);
+        assert_eq!(p.title, "vm: title with ␟ weird");
+        assert!(p.active && p.window_active && !p.dead);
+    }
+
+    #[test]
+    fn clients_know_focus_and_control_mode() {
+        let c = parse_clients(&[
+            row(&["/dev/pts/1", "/dev/pts/1", "10", "$0", "@1", "%3", "attached,focused,UTF-8", "0", "100"]),
+            row(&["client-9", "", "11", "$0", "@1", "%3", "attached,focused,control-mode", "1", "90"]),
+        ]);
+        assert!(c[0].focused && !c[0].control_mode);
+        assert!(c[1].control_mode);
+        let inv = Inventory { clients: c, ..Default::default() };
+        assert_eq!(inv.people().count(), 1);
+    }
+
+    #[test]
+    fn one_attach_target_per_group() {
+        let s = parse_sessions(&[
+            row(&["$0", "a", "", "0"]),
+            row(&["$1", "b", "g", "0"]),
+            row(&["$2", "b-2", "g", "1"]),
+        ]);
+        let inv = Inventory { sessions: s, ..Default::default() };
+        assert_eq!(inv.attach_targets(), vec![SessionId(0), SessionId(1)]);
+        assert_eq!(inv.covering_session(SessionId(2)), Some(SessionId(1)));
+    }
+}

@@ -1,0 +1,304 @@
+//! The observer of one tmux server: one control client per session (per session group), kept
+//! in step with `%sessions-changed`; the inventory; which panes wrote output since they were last
+//! looked at; and pane captures sent over a control connection (no process per capture).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+
+use tokio::sync::mpsc;
+
+use super::command::{format_of, quote};
+use super::connection::{CommandError, ConnEvent, ConnId, Connection};
+use super::inventory::{
+    list_clients_command, list_panes_command, list_sessions_command, parse_clients, parse_panes,
+    parse_sessions, Inventory,
+};
+use super::protocol::Notification;
+use super::server::ServerAddress;
+use crate::ids::{PaneId, SessionId};
+
+/// Subscription name for pane titles.
+const SUB_TITLE: &str = "thinkterm_title";
+/// Subscription name for pane current commands.
+const SUB_COMMAND: &str = "thinkterm_cmd";
+/// Capacity of the shared notification channel: enough to absorb bursts; when full, readers
+/// wait and tmux buffers.
+const CHANNEL: usize = 8192;
+
+/// What the observer reports.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Observed {
+    /// A pane wrote bytes (raw, un-escaped). The pane is now dirty.
+    Output {
+        /// The pane.
+        pane: PaneId,
+        /// The bytes.
+        data: Vec<u8>,
+    },
+    /// Something structural changed: call [`Observer::refresh`] (soon; several come in bursts).
+    Structure,
+    /// Clients changed (session switch, window switch, detach): refresh clients.
+    Clients,
+    /// A pane's title changed (the inventory is updated).
+    Title(PaneId),
+    /// A pane's foreground command changed (the inventory is updated): re-probe its process.
+    Command(PaneId),
+    /// tmux paused a pane's output (we fell behind): capture it again after `Continue`.
+    Paused(PaneId),
+    /// tmux resumed a paused pane.
+    Continued(PaneId),
+    /// The server is gone (every control client ended and the socket does not answer).
+    ServerGone,
+}
+
+/// Why the observer could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserveError {
+    /// No tmux server answers on the socket.
+    #[error("no tmux server at {0}")]
+    NoServer(PathBuf),
+    /// The server has no session to attach to.
+    #[error("the tmux server at {0} has no sessions")]
+    NoSessions(PathBuf),
+    /// Spawning tmux failed.
+    #[error("cannot run tmux: {0}")]
+    Spawn(#[from] std::io::Error),
+    /// A command failed.
+    #[error(transparent)]
+    Command(#[from] CommandError),
+}
+
+/// Watches one tmux server.
+pub struct Observer {
+    tmux: PathBuf,
+    addr: ServerAddress,
+    conns: BTreeMap<SessionId, Connection>,
+    by_id: HashMap<ConnId, SessionId>,
+    next_id: u64,
+    tx: mpsc::Sender<(ConnId, ConnEvent)>,
+    rx: mpsc::Receiver<(ConnId, ConnEvent)>,
+    inventory: Inventory,
+    dirty: HashSet<PaneId>,
+    /// `pid␟start_time` of the server: distinguishes a restarted server reusing ids.
+    server_identity: String,
+}
+
+impl Observer {
+    /// Connects to the server: lists its sessions with one `tmux` command, attaches a control
+    /// client to each, and lists everything.
+    pub async fn connect(tmux: PathBuf, addr: ServerAddress) -> Result<Observer, ObserveError> {
+        if !addr.is_alive() {
+            return Err(ObserveError::NoServer(addr.socket.clone()));
+        }
+        let out = tokio::process::Command::new(&tmux)
+            .args(addr.tmux_args())
+            .args(["list-sessions", "-F", "#{session_id}"])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .await?;
+        let first = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(SessionId::parse)
+            .ok_or_else(|| ObserveError::NoSessions(addr.socket.clone()))?;
+        let (tx, rx) = mpsc::channel(CHANNEL);
+        let mut obs = Observer {
+            tmux,
+            addr,
+            conns: BTreeMap::new(),
+            by_id: HashMap::new(),
+            next_id: 0,
+            tx,
+            rx,
+            inventory: Inventory::default(),
+            dirty: HashSet::new(),
+            server_identity: String::new(),
+        };
+        obs.attach(first).await?;
+        // Server-wide formats, read through a command that needs no attached client.
+        let body = obs.command(format!("list-sessions -F '{}'", format_of(&["pid", "start_time"]))).await?;
+        obs.server_identity = body.first().cloned().unwrap_or_default();
+        obs.refresh().await?;
+        Ok(obs)
+    }
+
+    /// The server's identity (`pid␟start_time`), stable while it runs.
+    pub fn server_identity(&self) -> &str {
+        &self.server_identity
+    }
+
+    /// The server's address.
+    pub fn address(&self) -> &ServerAddress {
+        &self.addr
+    }
+
+    /// The inventory as of the last refresh (titles and commands kept current in between).
+    pub fn inventory(&self) -> &Inventory {
+        &self.inventory
+    }
+
+    /// Number of control clients running.
+    pub fn connection_count(&self) -> usize {
+        self.conns.len()
+    }
+
+    async fn attach(&mut self, session: SessionId) -> Result<(), ObserveError> {
+        let id = ConnId(self.next_id);
+        self.next_id += 1;
+        let conn = Connection::spawn(&self.tmux, &self.addr, &session.to_string(), id, self.tx.clone())?;
+        // Subscriptions are per client and cover the panes of the attached session.
+        for (name, var) in [(SUB_TITLE, "pane_title"), (SUB_COMMAND, "pane_current_command")] {
+            let arg = format!("{name}:%*:#{{{var}}}");
+            conn.command(format!("refresh-client -B {}", quote(&arg))).await?;
+        }
+        tracing::debug!(%session, conn = id.0, "attached control client");
+        self.by_id.insert(id, session);
+        self.conns.insert(session, conn);
+        Ok(())
+    }
+
+    /// A live connection to send commands on.
+    fn any_connection(&self) -> Result<&Connection, CommandError> {
+        self.conns.values().find(|c| c.is_open()).ok_or(CommandError::Closed)
+    }
+
+    /// Sends a command on one of the control connections and returns its reply body.
+    pub async fn command(&self, line: impl Into<String>) -> Result<Vec<String>, CommandError> {
+        let line = line.into();
+        self.any_connection()?.command(line).await
+    }
+
+    /// A clone of a live connection, for callers that want to await a command without holding
+    /// the observer (the daemon's effect tasks).
+    pub fn connection(&self) -> Option<Connection> {
+        self.any_connection().ok().cloned()
+    }
+
+    /// Re-lists sessions, panes and clients (three commands on one connection) and attaches or
+    /// drops control clients so that there is exactly one per session group.
+    pub async fn refresh(&mut self) -> Result<(), ObserveError> {
+        let sessions = parse_sessions(&self.command(list_sessions_command()).await?);
+        let panes = parse_panes(&self.command(list_panes_command()).await?);
+        let clients = parse_clients(&self.command(list_clients_command()).await?);
+        self.inventory.sessions = sessions;
+        self.inventory.panes = panes;
+        self.inventory.clients = clients;
+        self.dirty.retain(|p| self.inventory.panes.contains_key(p));
+        let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
+        let stale: Vec<SessionId> = self.conns.keys().filter(|s| !wanted.contains(s)).copied().collect();
+        for s in stale {
+            // Dropping the handle closes its stdin: the client detaches.
+            self.conns.remove(&s);
+        }
+        let mut missing: Vec<SessionId> = wanted.into_iter().filter(|s| !self.conns.contains_key(s)).collect();
+        missing.sort();
+        for s in missing {
+            if let Err(e) = self.attach(s).await {
+                tracing::warn!(session = %s, error = %e, "cannot attach control client");
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-lists only the clients (cheap; after client notifications).
+    pub async fn refresh_clients(&mut self) -> Result<(), ObserveError> {
+        self.inventory.clients = parse_clients(&self.command(list_clients_command()).await?);
+        Ok(())
+    }
+
+    /// The visible screen of a pane, as `capture-pane -p -J` prints it, joined with `\n`.
+    /// Clears the pane's dirty mark.
+    pub async fn capture(&mut self, pane: PaneId) -> Result<String, CommandError> {
+        self.dirty.remove(&pane);
+        let body = self.command(format!("capture-pane -p -J -t {pane}")).await?;
+        Ok(body.join("\n"))
+    }
+
+    /// Panes that wrote output since they were last captured.
+    pub fn dirty(&self) -> &HashSet<PaneId> {
+        &self.dirty
+    }
+
+    /// Forgets a pane's dirty mark without capturing it.
+    pub fn clear_dirty(&mut self, pane: PaneId) {
+        self.dirty.remove(&pane);
+    }
+
+    /// Waits for the next thing worth reporting. Cancel-safe.
+    pub async fn next(&mut self) -> Observed {
+        loop {
+            let Some((id, ev)) = self.rx.recv().await else {
+                return Observed::ServerGone;
+            };
+            match ev {
+                ConnEvent::Closed(reason) => {
+                    if let Some(s) = self.by_id.remove(&id) {
+                        if self.conns.get(&s).map(|c| c.id()) == Some(id) {
+                            self.conns.remove(&s);
+                        }
+                        tracing::debug!(session = %s, ?reason, "control client ended");
+                    }
+                    if self.conns.is_empty() || !self.addr.is_alive() {
+                        self.conns.clear();
+                        return Observed::ServerGone;
+                    }
+                    return Observed::Structure;
+                }
+                ConnEvent::Notification(n) => {
+                    if let Some(o) = self.on_notification(id, n) {
+                        return o;
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_notification(&mut self, id: ConnId, n: Notification) -> Option<Observed> {
+        use Notification as N;
+        match n {
+            N::Output { pane, data } | N::ExtendedOutput { pane, data, .. } => {
+                self.dirty.insert(pane);
+                Some(Observed::Output { pane, data })
+            }
+            N::SubscriptionChanged { name, pane: Some(pane), value, .. } => {
+                let p = self.inventory.panes.get_mut(&pane)?;
+                if name == SUB_TITLE && p.title != value {
+                    p.title = value;
+                    Some(Observed::Title(pane))
+                } else if name == SUB_COMMAND && p.current_command != value {
+                    p.current_command = value;
+                    Some(Observed::Command(pane))
+                } else {
+                    None
+                }
+            }
+            N::SessionChanged(s, _) => {
+                // Our client was moved to another session (its own was destroyed with
+                // detach-on-destroy off): follow it, and let refresh drop duplicates.
+                let old = self.by_id.insert(id, s);
+                if let Some(old) = old {
+                    if old != s && self.conns.get(&old).map(|c| c.id()) == Some(id) {
+                        if let Some(c) = self.conns.remove(&old) {
+                            self.conns.entry(s).or_insert(c);
+                        }
+                    }
+                }
+                Some(Observed::Structure)
+            }
+            N::WindowAdd(_)
+            | N::WindowClose(_)
+            | N::UnlinkedWindowAdd(_)
+            | N::UnlinkedWindowClose(_)
+            | N::WindowRenamed(..)
+            | N::LayoutChange(_)
+            | N::SessionRenamed(..)
+            | N::SessionsChanged
+            | N::PaneModeChanged(_) => Some(Observed::Structure),
+            N::WindowPaneChanged(..) | N::SessionWindowChanged(..) => Some(Observed::Structure),
+            N::ClientSessionChanged(_) | N::ClientDetached(_) => Some(Observed::Clients),
+            N::Pause(p) => Some(Observed::Paused(p)),
+            N::Continue(p) => Some(Observed::Continued(p)),
+            N::SubscriptionChanged { .. } | N::Reply(_) | N::Exit(_) | N::Other(_) => None,
+        }
+    }
+}
