@@ -14,7 +14,12 @@ use crate::tmux::server::{ServerAddress, ServerChoice};
 #[command(name = "thinkterm-sidecar", version, about)]
 pub struct Cli {
     /// tmux server socket name (like `tmux -L NAME`).
-    #[arg(short = 'L', global = true, value_name = "NAME", conflicts_with = "socket_path")]
+    #[arg(
+        short = 'L',
+        global = true,
+        value_name = "NAME",
+        conflicts_with = "socket_path"
+    )]
     pub socket_name: Option<String>,
     /// tmux server socket path (like `tmux -S PATH`).
     #[arg(short = 'S', global = true, value_name = "PATH")]
@@ -99,23 +104,51 @@ pub async fn connect(cli: &Cli) -> anyhow::Result<Client> {
 pub async fn agents(cli: &Cli, json: bool, attention: bool) -> anyhow::Result<()> {
     let mut c = connect(cli).await?;
     let reply = c.request(&Request::Agents).await?;
-    let Reply::Snapshot { schema, panes, windows } = reply else {
+    let Reply::Snapshot {
+        schema,
+        panes,
+        windows,
+    } = reply
+    else {
         anyhow::bail!("unexpected reply from the daemon: {reply:?}");
     };
     if attention {
-        let mut ws: Vec<_> = windows.into_iter().filter(|w| w.mark < crate::ipc::schema::WindowMark::Running || w.mark == crate::ipc::schema::WindowMark::Done).collect();
+        let mut ws: Vec<_> = windows
+            .into_iter()
+            .filter(|w| {
+                w.mark < crate::ipc::schema::WindowMark::Running
+                    || w.mark == crate::ipc::schema::WindowMark::Done
+            })
+            .collect();
         ws.sort_by_key(|w| (w.mark, std::cmp::Reverse(w.since_ms)));
         if json {
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "schema": schema, "windows": ws }))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &serde_json::json!({ "schema": schema, "windows": ws })
+                )?
+            );
         } else {
             for w in ws {
-                println!("{:<9} {}:{} {}  {}", w.mark.as_str(), w.session_name, w.window_index, w.window_name, w.message.unwrap_or_default());
+                println!(
+                    "{:<9} {}:{} {}  {}",
+                    w.mark.as_str(),
+                    w.session_name,
+                    w.window_index,
+                    w.window_name,
+                    w.message.unwrap_or_default()
+                );
             }
         }
         return Ok(());
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "schema": schema, "panes": panes, "windows": windows }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "schema": schema, "panes": panes, "windows": windows })
+            )?
+        );
     } else {
         print!("{}", table(&panes));
     }
@@ -123,13 +156,18 @@ pub async fn agents(cli: &Cli, json: bool, attention: bool) -> anyhow::Result<()
 }
 
 fn table(panes: &[PaneRow]) -> String {
-    let mut out = format!("{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n", "SESSION", "WINDOW", "PANE", "PROCESS", "AGENT", "STATE");
+    let mut out = format!(
+        "{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n",
+        "SESSION", "WINDOW", "PANE", "PROCESS", "AGENT", "STATE"
+    );
     for p in panes {
         let window = format!("{}:{}", p.window_index, p.window_name);
         let process = if p.process_less {
             format!("{} (remote)", p.fg_process.clone().unwrap_or_default())
         } else {
-            p.fg_process.clone().unwrap_or_else(|| p.current_command.clone())
+            p.fg_process
+                .clone()
+                .unwrap_or_else(|| p.current_command.clone())
         };
         out.push_str(&format!(
             "{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n",
@@ -163,7 +201,9 @@ pub async fn events(cli: &Cli, json: bool) -> anyhow::Result<()> {
             if json {
                 println!("{}", serde_json::to_string(&e)?);
             } else {
-                let st = |s: Option<crate::state::AgentState>| s.map(|s| s.as_str()).unwrap_or("unknown");
+                let st = |s: Option<crate::state::AgentState>| {
+                    s.map(|s| s.as_str()).unwrap_or("unknown")
+                };
                 println!(
                     "{} {}:{} {} {} {} -> {}  {}",
                     e.time_ms,

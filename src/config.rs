@@ -23,7 +23,12 @@ pub struct Display {
 
 impl Default for Display {
     fn default() -> Self {
-        Display { description: true, waiting_reason: true, progress: true, subtasks: true }
+        Display {
+            description: true,
+            waiting_reason: true,
+            progress: true,
+            subtasks: true,
+        }
     }
 }
 
@@ -172,7 +177,11 @@ impl Loaded {
 /// Loads from `path` (None: the XDG default) and the process environment.
 pub fn load(path: Option<&Path>) -> Loaded {
     let env: Vec<(String, String)> = std::env::vars().collect();
-    load_with(path.map(Path::to_path_buf).unwrap_or_else(crate::paths::config_file), &env)
+    load_with(
+        path.map(Path::to_path_buf)
+            .unwrap_or_else(crate::paths::config_file),
+        &env,
+    )
 }
 
 /// Loads from a file and an explicit environment (for tests).
@@ -187,7 +196,9 @@ pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
     match std::fs::read_to_string(&path) {
         Ok(text) => apply_file(&mut l, &text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => l.warnings.push(format!("{}: cannot read: {e}", path.display())),
+        Err(e) => l
+            .warnings
+            .push(format!("{}: cannot read: {e}", path.display())),
     }
     for key in KEYS {
         let var = format!("THINKTERM_{}", key.replace('.', "_").to_uppercase());
@@ -209,7 +220,10 @@ fn parse_env_value(v: &str) -> toml::Value {
     match v {
         "true" | "1" | "yes" | "on" => toml::Value::Boolean(true),
         "false" | "0" | "no" | "off" => toml::Value::Boolean(false),
-        _ => v.parse::<i64>().map(toml::Value::Integer).unwrap_or_else(|_| toml::Value::String(v.into())),
+        _ => v
+            .parse::<i64>()
+            .map(toml::Value::Integer)
+            .unwrap_or_else(|_| toml::Value::String(v.into())),
     }
 }
 
@@ -238,8 +252,11 @@ fn apply_file(l: &mut Loaded, text: &str) {
         let line = find_key_line(text, &leaf);
         let at = format!("{file}:{line}");
         if !KEYS.contains(&dotted.as_str()) {
-            let hint = suggest(&dotted).map(|s| format!(" (did you mean \"{s}\"?)")).unwrap_or_default();
-            l.warnings.push(format!("{at}: unknown key \"{dotted}\"{hint}"));
+            let hint = suggest(&dotted)
+                .map(|s| format!(" (did you mean \"{s}\"?)"))
+                .unwrap_or_default();
+            l.warnings
+                .push(format!("{at}: unknown key \"{dotted}\"{hint}"));
             continue;
         }
         match set(&mut l.config, &dotted, value) {
@@ -253,13 +270,18 @@ fn apply_file(l: &mut Loaded, text: &str) {
 
 fn set(c: &mut Config, key: &str, v: toml::Value) -> Result<(), String> {
     fn b(v: &toml::Value) -> Result<bool, String> {
-        v.as_bool().ok_or_else(|| format!("expected true or false, found {v}"))
+        v.as_bool()
+            .ok_or_else(|| format!("expected true or false, found {v}"))
     }
     fn n(v: &toml::Value) -> Result<u64, String> {
-        v.as_integer().and_then(|i| u64::try_from(i).ok()).ok_or_else(|| format!("expected a positive integer, found {v}"))
+        v.as_integer()
+            .and_then(|i| u64::try_from(i).ok())
+            .ok_or_else(|| format!("expected a positive integer, found {v}"))
     }
     fn s(v: &toml::Value) -> Result<String, String> {
-        v.as_str().map(str::to_string).ok_or_else(|| format!("expected a string, found {v}"))
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("expected a string, found {v}"))
     }
     match key {
         "agent_status_detection" => c.agent_status_detection = b(&v)?,
@@ -284,7 +306,11 @@ fn set(c: &mut Config, key: &str, v: toml::Value) -> Result<(), String> {
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
 }
 
 fn find_key_line(text: &str, leaf: &str) -> usize {
@@ -330,7 +356,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("config.toml");
         std::fs::write(&path, text).expect("write");
-        let env: Vec<(String, String)> = env.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
         load_with(path, &env)
     }
 
@@ -341,8 +370,20 @@ mod tests {
         assert!(l.config.system_notifications, "misspelt key must not apply");
         assert!(!l.config.display.subtasks);
         assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
-        assert!(l.warnings[0].ends_with(":2: unknown key \"system_notificatons\" (did you mean \"system_notifications\"?)"), "{}", l.warnings[0]);
-        assert!(l.warnings[1].contains(":4: unknown key \"display.progres\" (did you mean \"display.progress\"?)"), "{}", l.warnings[1]);
+        assert!(
+            l.warnings[0].ends_with(
+                ":2: unknown key \"system_notificatons\" (did you mean \"system_notifications\"?)"
+            ),
+            "{}",
+            l.warnings[0]
+        );
+        assert!(
+            l.warnings[1].contains(
+                ":4: unknown key \"display.progres\" (did you mean \"display.progress\"?)"
+            ),
+            "{}",
+            l.warnings[1]
+        );
         assert!(matches!(l.sources.get("sound"), Some(Source::File(at)) if at.ends_with(":1")));
     }
 
@@ -351,7 +392,11 @@ mod tests {
         let l = load_text("sound = \"loud\"\nspinner = false\n", &[]);
         assert!(l.config.sound);
         assert!(!l.config.spinner);
-        assert!(l.warnings[0].contains(":1: sound: expected true or false"), "{:?}", l.warnings);
+        assert!(
+            l.warnings[0].contains(":1: sound: expected true or false"),
+            "{:?}",
+            l.warnings
+        );
         let l = load_text("sound = = false\n", &[]);
         assert_eq!(l.config, Config::default());
         assert!(l.warnings[0].contains(":1:"), "{:?}", l.warnings);
@@ -359,12 +404,21 @@ mod tests {
 
     #[test]
     fn environment_overrides_file_and_disable_sound_stops_both() {
-        let l = load_text("sound = true\n", &[("THINKTERM_SOUND", "0"), ("THINKTERM_DISABLE_SOUND", "")]);
+        let l = load_text(
+            "sound = true\n",
+            &[("THINKTERM_SOUND", "0"), ("THINKTERM_DISABLE_SOUND", "")],
+        );
         assert!(!l.config.sound);
-        assert_eq!(l.sources.get("sound"), Some(&Source::Env("THINKTERM_SOUND".into())));
+        assert_eq!(
+            l.sources.get("sound"),
+            Some(&Source::Env("THINKTERM_SOUND".into()))
+        );
         assert!(!l.sound_enabled() && !l.notifications_enabled());
         let d = l.describe();
-        assert!(d.contains("sound = false  # environment THINKTERM_SOUND"), "{d}");
+        assert!(
+            d.contains("sound = false  # environment THINKTERM_SOUND"),
+            "{d}"
+        );
         assert!(d.contains("spinner = true  # default"), "{d}");
     }
 }

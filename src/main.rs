@@ -6,17 +6,28 @@ use thinkterm_sidecar::daemon::{self, Fatal};
 
 fn main() {
     let cli = Cli::parse();
-    let filter = std::env::var("THINKTERM_LOG").ok().unwrap_or_else(|| match cli.command {
-        Command::Run => thinkterm_sidecar::config::load(cli.config.as_deref()).config.log,
-        _ => "warn".into(),
-    });
+    let filter = std::env::var("THINKTERM_LOG")
+        .ok()
+        .unwrap_or_else(|| match cli.command {
+            Command::Run => {
+                thinkterm_sidecar::config::load(cli.config.as_deref())
+                    .config
+                    .log
+            }
+            _ => "warn".into(),
+        });
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("thinkterm-sidecar: cannot start the runtime: {e}");
@@ -26,7 +37,11 @@ fn main() {
     let result = rt.block_on(async {
         match &cli.command {
             Command::Run => {
-                daemon::run(daemon::Options { server: cli.server(), config_path: cli.config.clone() }).await
+                daemon::run(daemon::Options {
+                    server: cli.server(),
+                    config_path: cli.config.clone(),
+                })
+                .await
             }
             Command::Agents { json, attention } => cli::agents(&cli, *json, *attention).await,
             Command::Events { json } => cli::events(&cli, *json).await,
@@ -38,7 +53,9 @@ fn main() {
                 print!("{}", l.describe());
                 Ok(())
             }
-            Command::Rules { action: RulesAction::Reload } => cli::rules_reload(&cli).await,
+            Command::Rules {
+                action: RulesAction::Reload,
+            } => cli::rules_reload(&cli).await,
         }
     });
     if let Err(e) = result {

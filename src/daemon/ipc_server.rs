@@ -35,7 +35,13 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                 let request: Request = match serde_json::from_str(&line) {
                     Ok(r) => r,
                     Err(e) => {
-                        let _ = write_reply(&mut w, &Reply::Error { message: format!("bad request: {e}") }).await;
+                        let _ = write_reply(
+                            &mut w,
+                            &Reply::Error {
+                                message: format!("bad request: {e}"),
+                            },
+                        )
+                        .await;
                         continue;
                     }
                 };

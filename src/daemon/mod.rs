@@ -88,7 +88,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     }
     let addr = ServerAddress::resolve(&opts.server);
     let sock = crate::ipc::socket_path(&addr);
-    let listener = crate::ipc::bind(&sock).map_err(|e| Fatal { message: e.to_string(), code: 1 })?;
+    let listener = crate::ipc::bind(&sock).map_err(|e| Fatal {
+        message: e.to_string(),
+        code: 1,
+    })?;
     tracing::info!(socket = %sock.display(), tmux = %addr.socket.display(), "thinkterm-sidecar running");
     let (ipc_tx, mut ipc_rx) = mpsc::channel(64);
     tokio::spawn(ipc_server::serve(listener, ipc_tx));
@@ -162,7 +165,9 @@ fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 impl Daemon {
     fn next_deadline(&self) -> Option<Instant> {
-        [self.relist_at, self.probe_at, self.reconnect_at].into_iter().fold(None, min_opt)
+        [self.relist_at, self.probe_at, self.reconnect_at]
+            .into_iter()
+            .fold(None, min_opt)
     }
 
     async fn on_deadline(&mut self) {
@@ -194,7 +199,8 @@ impl Daemon {
                 self.waiting_logged = false;
                 self.backoff = Duration::from_millis(100);
                 self.sync_panes();
-                self.probe_at = Some(Instant::now() + Duration::from_secs(self.config.config.probe_interval_s));
+                self.probe_at =
+                    Some(Instant::now() + Duration::from_secs(self.config.config.probe_interval_s));
                 self.broadcast_snapshot();
             }
             Err(e) => {
@@ -231,7 +237,10 @@ impl Daemon {
             }
             Observed::Paused(_) | Observed::Continued(_) => {}
             Observed::ServerGone => {
-                tracing::warn!("tmux server at {} went away; waiting for it to come back", self.addr.socket.display());
+                tracing::warn!(
+                    "tmux server at {} went away; waiting for it to come back",
+                    self.addr.socket.display()
+                );
                 self.observer = None;
                 self.panes.clear();
                 self.relist_at = None;
@@ -245,7 +254,9 @@ impl Daemon {
     }
 
     async fn relist(&mut self) {
-        let Some(obs) = &mut self.observer else { return };
+        let Some(obs) = &mut self.observer else {
+            return;
+        };
         if let Err(e) = obs.refresh().await {
             tracing::debug!(error = %e, "re-listing failed");
             return;
@@ -259,8 +270,12 @@ impl Daemon {
         let Some(obs) = &self.observer else { return };
         let inv = obs.inventory();
         self.panes.retain(|id, _| inv.panes.contains_key(id));
-        let new: Vec<(PaneId, u32)> =
-            inv.panes.values().filter(|p| !self.panes.contains_key(&p.id)).map(|p| (p.id, p.pid)).collect();
+        let new: Vec<(PaneId, u32)> = inv
+            .panes
+            .values()
+            .filter(|p| !self.panes.contains_key(&p.id))
+            .map(|p| (p.id, p.pid))
+            .collect();
         for (id, pid) in new {
             self.panes.insert(id, PaneEntry::new(pid));
             self.probe(id);
@@ -300,7 +315,8 @@ impl Daemon {
             return;
         }
         let snap = self.snapshot();
-        self.subscribers.retain(|s| s.try_send(snap.clone()).is_ok() || !s.is_closed());
+        self.subscribers
+            .retain(|s| s.try_send(snap.clone()).is_ok() || !s.is_closed());
     }
 
     async fn on_ipc(&mut self, m: IpcMessage) {
@@ -311,14 +327,18 @@ impl Daemon {
                 self.subscribers.push(m.reply);
                 return;
             }
-            Request::Reload => Reply::Done { message: self.reload() },
+            Request::Reload => Reply::Done {
+                message: self.reload(),
+            },
             Request::Explain { pane } => match self.panes.get(&pane) {
                 Some(p) => Reply::Value { value: p.explain() },
-                None => Reply::Error { message: format!("no pane {pane}") },
+                None => Reply::Error {
+                    message: format!("no pane {pane}"),
+                },
             },
-            Request::Focus { pane, .. } | Request::Seen { pane } => {
-                Reply::Error { message: format!("not supported yet for {pane}") }
-            }
+            Request::Focus { pane, .. } | Request::Seen { pane } => Reply::Error {
+                message: format!("not supported yet for {pane}"),
+            },
         };
         let _ = m.reply.send(reply).await;
     }

@@ -8,7 +8,10 @@ use crate::process::identify::{program_name, Identity, IdentityTable};
 
 /// Unix milliseconds now.
 pub fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Per-pane state owned by the daemon.
@@ -29,13 +32,23 @@ pub struct PaneEntry {
 impl PaneEntry {
     /// A new entry (not yet probed).
     pub fn new(pid: u32) -> Self {
-        PaneEntry { pid, fg: Foreground::default(), identity: Identity::Other, since_ms: unix_ms(), output_bytes: 0 }
+        PaneEntry {
+            pid,
+            fg: Foreground::default(),
+            identity: Identity::Other,
+            since_ms: unix_ms(),
+            output_bytes: 0,
+        }
     }
 
     /// Reads the foreground job again and identifies it. Returns whether the identity changed.
     pub fn probe(&mut self, table: &IdentityTable, detection: bool) -> bool {
         self.fg = foreground::probe(self.pid);
-        let identity = if detection { table.identify(&self.fg.procs) } else { Identity::Other };
+        let identity = if detection {
+            table.identify(&self.fg.procs)
+        } else {
+            Identity::Other
+        };
         let changed = identity != self.identity;
         if changed {
             tracing::debug!(pid = self.pid, ?identity, "pane identity");

@@ -30,8 +30,12 @@ pub fn build(inv: Option<&Inventory>, panes: &HashMap<PaneId, PaneEntry>) -> Rep
                 current_command: p.current_command.clone(),
                 fg_pid: entry.and_then(|e| e.fg.leader()).map(|l| l.pid),
                 fg_process: entry.and_then(|e| e.fg_name()),
-                fg_argv: entry.and_then(|e| e.fg.leader()).map(|l| l.argv.clone()).unwrap_or_default(),
-                process_less: entry.is_some_and(|e| matches!(e.identity, Identity::ProcessLess { .. })),
+                fg_argv: entry
+                    .and_then(|e| e.fg.leader())
+                    .map(|l| l.argv.clone())
+                    .unwrap_or_default(),
+                process_less: entry
+                    .is_some_and(|e| matches!(e.identity, Identity::ProcessLess { .. })),
                 agent_name: agent.clone(),
                 agent_mark: None,
                 agent,
@@ -52,5 +56,9 @@ pub fn build(inv: Option<&Inventory>, panes: &HashMap<PaneId, PaneEntry>) -> Rep
     rows.sort_by(|a, b| {
         (a.session, a.window_index, a.pane_index).cmp(&(b.session, b.window_index, b.pane_index))
     });
-    Reply::Snapshot { schema: SCHEMA_VERSION, panes: rows, windows: Vec::new() }
+    Reply::Snapshot {
+        schema: SCHEMA_VERSION,
+        panes: rows,
+        windows: Vec::new(),
+    }
 }

@@ -60,7 +60,11 @@ impl Client {
     pub async fn connect(path: &Path) -> io::Result<Client> {
         let s = UnixStream::connect(path).await?;
         let (r, w) = s.into_split();
-        Ok(Client { reader: BufReader::new(r), writer: w, line: String::new() })
+        Ok(Client {
+            reader: BufReader::new(r),
+            writer: w,
+            line: String::new(),
+        })
     }
 
     /// Sends one request.
@@ -76,13 +80,20 @@ impl Client {
         if self.reader.read_line(&mut self.line).await? == 0 {
             return Ok(None);
         }
-        serde_json::from_str(&self.line).map(Some).map_err(io::Error::other)
+        serde_json::from_str(&self.line)
+            .map(Some)
+            .map_err(io::Error::other)
     }
 
     /// Sends a request and reads one reply.
     pub async fn request(&mut self, req: &Request) -> io::Result<Reply> {
         self.send(req).await?;
-        self.next().await?.ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "the daemon closed the connection"))
+        self.next().await?.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the daemon closed the connection",
+            )
+        })
     }
 }
 

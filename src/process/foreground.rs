@@ -42,12 +42,18 @@ fn read_stat(pid: u32) -> Option<Stat> {
     let rest = &s[s.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
     // state ppid pgrp session tty_nr tpgid
-    Some(Stat { pgrp: f.get(2)?.parse().ok()?, tpgid: f.get(5)?.parse().ok()? })
+    Some(Stat {
+        pgrp: f.get(2)?.parse().ok()?,
+        tpgid: f.get(5)?.parse().ok()?,
+    })
 }
 
 /// Reads one process's comm and argv.
 pub fn read_proc(pid: u32) -> Option<ProcInfo> {
-    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).ok()?.trim_end_matches('\n').to_string();
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
+        .ok()?
+        .trim_end_matches('\n')
+        .to_string();
     let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let argv = raw
         .split(|&b| b == 0)
@@ -59,7 +65,9 @@ pub fn read_proc(pid: u32) -> Option<ProcInfo> {
 
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return out };
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
     for t in tasks.flatten() {
         if let Ok(s) = fs::read_to_string(t.path().join("children")) {
             out.extend(s.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
@@ -70,10 +78,16 @@ fn children(pid: u32) -> Vec<u32> {
 
 /// Probes the foreground job of the pane whose first process is `pane_pid`.
 pub fn probe(pane_pid: u32) -> Foreground {
-    let Some(stat) = read_stat(pane_pid) else { return Foreground::default() };
+    let Some(stat) = read_stat(pane_pid) else {
+        return Foreground::default();
+    };
     let tpgid = u32::try_from(stat.tpgid).ok().filter(|&t| t > 0);
     let Some(tpgid) = tpgid else {
-        return Foreground { tpgid: None, at_shell: false, procs: read_proc(pane_pid).into_iter().collect() };
+        return Foreground {
+            tpgid: None,
+            at_shell: false,
+            procs: read_proc(pane_pid).into_iter().collect(),
+        };
     };
     let at_shell = tpgid == pane_pid || stat.pgrp == tpgid;
     // Breadth-first over the pane's tree, sorting members of the job before the rest.
@@ -109,7 +123,11 @@ pub fn probe(pane_pid: u32) -> Foreground {
         }
     }
     members.extend(others);
-    Foreground { tpgid: Some(tpgid), at_shell, procs: members }
+    Foreground {
+        tpgid: Some(tpgid),
+        at_shell,
+        procs: members,
+    }
 }
 
 #[cfg(test)]

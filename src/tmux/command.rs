@@ -11,9 +11,14 @@ pub const SEP: char = '\u{241F}';
 /// escaped when it contains a single quote. Control characters (newline included: it would end
 /// the command) are replaced by spaces.
 pub fn quote(arg: &str) -> String {
-    let clean: String = arg.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let clean: String = arg
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if !clean.is_empty()
-        && clean.bytes().all(|b| b.is_ascii_alphanumeric() || b"%@$:._-/=,".contains(&b))
+        && clean
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"%@$:._-/=,".contains(&b))
         && !clean.starts_with('$')
     {
         return clean;
@@ -52,7 +57,11 @@ pub fn line(argv: &[&str]) -> String {
 /// A `-F` format joining the given `#{...}` variables with [`SEP`].
 pub fn format_of(fields: &[&str]) -> String {
     let sep = SEP.to_string();
-    fields.iter().map(|f| format!("#{{{f}}}")).collect::<Vec<_>>().join(&sep)
+    fields
+        .iter()
+        .map(|f| format!("#{{{f}}}"))
+        .collect::<Vec<_>>()
+        .join(&sep)
 }
 
 #[cfg(test)]
@@ -68,6 +77,9 @@ mod tests {
         assert_eq!(quote("x\ny; kill-server"), "'x y; kill-server'");
         assert_eq!(quote(""), "''");
         assert_eq!(quote("$1"), "'$1'");
-        assert_eq!(line(&["capture-pane", "-p", "-t", "%1"]), "capture-pane -p -t %1");
+        assert_eq!(
+            line(&["capture-pane", "-p", "-t", "%1"]),
+            "capture-pane -p -t %1"
+        );
     }
 }

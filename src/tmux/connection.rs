@@ -73,12 +73,19 @@ impl Connection {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()?;
-        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
-        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout"))?;
         let pending: Pending = Arc::default();
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_loop(stdin, rx, pending.clone()));
-        tokio::spawn(read_loop(child, stdout, pending, id, events));
+        let (ready_tx, ready_rx) = oneshot::channel();
+        tokio::spawn(write_loop(stdin, rx, pending.clone(), ready_rx));
+        tokio::spawn(read_loop(child, stdout, pending, id, events, ready_tx));
         Ok(Connection { id, commands: tx })
     }
 
@@ -94,7 +101,9 @@ impl Connection {
             return Err(CommandError::BadLine);
         }
         let (tx, rx) = oneshot::channel();
-        self.commands.send((line, tx)).map_err(|_| CommandError::Closed)?;
+        self.commands
+            .send((line, tx))
+            .map_err(|_| CommandError::Closed)?;
         let reply = rx.await.map_err(|_| CommandError::Closed)?;
         if reply.ok {
             Ok(reply.body)
@@ -113,7 +122,12 @@ async fn write_loop(
     mut stdin: ChildStdin,
     mut rx: mpsc::UnboundedReceiver<(String, oneshot::Sender<Reply>)>,
     pending: Pending,
+    ready: oneshot::Receiver<()>,
 ) {
+    // Commands sent before the attach completes fail with "no current client".
+    if ready.await.is_err() {
+        return;
+    }
     while let Some((mut line, reply)) = rx.recv().await {
         // Queue the waiter before the line can be answered.
         if let Ok(mut p) = pending.lock() {
@@ -133,7 +147,9 @@ async fn read_loop(
     pending: Pending,
     id: ConnId,
     events: mpsc::Sender<(ConnId, ConnEvent)>,
+    ready: oneshot::Sender<()>,
 ) {
+    let mut ready = Some(ready);
     let mut buf = vec![0u8; 64 * 1024];
     let mut splitter = LineSplitter::default();
     let mut decoder = Decoder::default();
@@ -153,12 +169,26 @@ async fn read_loop(
                         let _ = w.send(r);
                     }
                 }
-                Notification::Reply(_) => {}
+                Notification::Reply(_) => {
+                    // tmux's own reply to the attach: the client is attached.
+                    if let Some(r) = ready.take() {
+                        let _ = r.send(());
+                    }
+                }
                 Notification::Exit(reason) => {
                     exit_reason = reason;
                 }
                 other => {
-                    if events.send((id, ConnEvent::Notification(other))).await.is_err() {
+                    if matches!(other, Notification::SessionChanged(..)) {
+                        if let Some(r) = ready.take() {
+                            let _ = r.send(());
+                        }
+                    }
+                    if events
+                        .send((id, ConnEvent::Notification(other)))
+                        .await
+                        .is_err()
+                    {
                         break 'read;
                     }
                 }

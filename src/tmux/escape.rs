@@ -65,7 +65,10 @@ mod tests {
 
     #[test]
     fn unescapes_control_bytes_and_backslash() {
-        assert_eq!(unescape(br"a\033]7501;state=working\033\134b"), b"a\x1b]7501;state=working\x1b\\b");
+        assert_eq!(
+            unescape(br"a\033]7501;state=working\033\134b"),
+            b"a\x1b]7501;state=working\x1b\\b"
+        );
         assert_eq!(unescape(br"\015\012"), b"\r\n");
         assert_eq!(unescape("é✳".as_bytes()), "é✳".as_bytes());
     }

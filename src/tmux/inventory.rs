@@ -88,7 +88,12 @@ pub struct ClientInfo {
     pub activity: u64,
 }
 
-const SESSION_FIELDS: &[&str] = &["session_id", "session_name", "session_group", "session_attached"];
+const SESSION_FIELDS: &[&str] = &[
+    "session_id",
+    "session_name",
+    "session_group",
+    "session_attached",
+];
 const PANE_FIELDS: &[&str] = &[
     "session_id",
     "session_name",
@@ -161,8 +166,12 @@ fn flag(s: &str) -> bool {
 pub fn parse_sessions(body: &[String]) -> BTreeMap<SessionId, SessionInfo> {
     let mut out = BTreeMap::new();
     for line in body {
-        let Some(f) = fields(line, SESSION_FIELDS.len()) else { continue };
-        let Some(id) = SessionId::parse(f[0]) else { continue };
+        let Some(f) = fields(line, SESSION_FIELDS.len()) else {
+            continue;
+        };
+        let Some(id) = SessionId::parse(f[0]) else {
+            continue;
+        };
         out.insert(
             id,
             SessionInfo {
@@ -185,9 +194,11 @@ pub fn parse_panes(body: &[String]) -> BTreeMap<PaneId, PaneInfo> {
             tracing::debug!(line, "unparsable list-panes line");
             continue;
         };
-        let (Some(session), Some(window), Some(id)) =
-            (SessionId::parse(f[0]), WindowId::parse(f[2]), PaneId::parse(f[5]))
-        else {
+        let (Some(session), Some(window), Some(id)) = (
+            SessionId::parse(f[0]),
+            WindowId::parse(f[2]),
+            PaneId::parse(f[5]),
+        ) else {
             continue;
         };
         out.entry(id).or_insert_with(|| PaneInfo {
@@ -258,7 +269,11 @@ impl Inventory {
         let s = self.sessions.get(&id)?;
         match &s.group {
             None => Some(id),
-            Some(g) => self.sessions.values().find(|o| o.group.as_ref() == Some(g)).map(|o| o.id),
+            Some(g) => self
+                .sessions
+                .values()
+                .find(|o| o.group.as_ref() == Some(g))
+                .map(|o| o.id),
         }
     }
 
@@ -279,8 +294,25 @@ mod tests {
     #[test]
     fn panes_parse_and_grouped_duplicates_collapse() {
         let a = row(&[
-            "$0", "main", "@1", "0", "1", "%3", "0", "1", "4242", "/dev/pts/4", "bash", "80", "24", "0",
-            "0", "0", "my win", "/home/u", "vm: title with ␟ weird",
+            "$0",
+            "main",
+            "@1",
+            "0",
+            "1",
+            "%3",
+            "0",
+            "1",
+            "4242",
+            "/dev/pts/4",
+            "bash",
+            "80",
+            "24",
+            "0",
+            "0",
+            "0",
+            "my win",
+            "/home/u",
+            "vm: title with ␟ weird",
         ]);
         let b = a.replacen("$0", "$1", 1);
         let panes = parse_panes(&[a, b, "garbage".into()]);
@@ -296,12 +328,35 @@ mod tests {
     #[test]
     fn clients_know_focus_and_control_mode() {
         let c = parse_clients(&[
-            row(&["/dev/pts/1", "/dev/pts/1", "10", "$0", "@1", "%3", "attached,focused,UTF-8", "0", "100"]),
-            row(&["client-9", "", "11", "$0", "@1", "%3", "attached,focused,control-mode", "1", "90"]),
+            row(&[
+                "/dev/pts/1",
+                "/dev/pts/1",
+                "10",
+                "$0",
+                "@1",
+                "%3",
+                "attached,focused,UTF-8",
+                "0",
+                "100",
+            ]),
+            row(&[
+                "client-9",
+                "",
+                "11",
+                "$0",
+                "@1",
+                "%3",
+                "attached,focused,control-mode",
+                "1",
+                "90",
+            ]),
         ]);
         assert!(c[0].focused && !c[0].control_mode);
         assert!(c[1].control_mode);
-        let inv = Inventory { clients: c, ..Default::default() };
+        let inv = Inventory {
+            clients: c,
+            ..Default::default()
+        };
         assert_eq!(inv.people().count(), 1);
     }
 
@@ -312,7 +367,10 @@ mod tests {
             row(&["$1", "b", "g", "0"]),
             row(&["$2", "b-2", "g", "1"]),
         ]);
-        let inv = Inventory { sessions: s, ..Default::default() };
+        let inv = Inventory {
+            sessions: s,
+            ..Default::default()
+        };
         assert_eq!(inv.attach_targets(), vec![SessionId(0), SessionId(1)]);
         assert_eq!(inv.covering_session(SessionId(2)), Some(SessionId(1)));
     }

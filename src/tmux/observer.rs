@@ -116,7 +116,12 @@ impl Observer {
         };
         obs.attach(first).await?;
         // Server-wide formats, read through a command that needs no attached client.
-        let body = obs.command(format!("list-sessions -F '{}'", format_of(&["pid", "start_time"]))).await?;
+        let body = obs
+            .command(format!(
+                "list-sessions -F '{}'",
+                format_of(&["pid", "start_time"])
+            ))
+            .await?;
         obs.server_identity = body.first().cloned().unwrap_or_default();
         obs.refresh().await?;
         Ok(obs)
@@ -145,11 +150,21 @@ impl Observer {
     async fn attach(&mut self, session: SessionId) -> Result<(), ObserveError> {
         let id = ConnId(self.next_id);
         self.next_id += 1;
-        let conn = Connection::spawn(&self.tmux, &self.addr, &session.to_string(), id, self.tx.clone())?;
+        let conn = Connection::spawn(
+            &self.tmux,
+            &self.addr,
+            &session.to_string(),
+            id,
+            self.tx.clone(),
+        )?;
         // Subscriptions are per client and cover the panes of the attached session.
-        for (name, var) in [(SUB_TITLE, "pane_title"), (SUB_COMMAND, "pane_current_command")] {
+        for (name, var) in [
+            (SUB_TITLE, "pane_title"),
+            (SUB_COMMAND, "pane_current_command"),
+        ] {
             let arg = format!("{name}:%*:#{{{var}}}");
-            conn.command(format!("refresh-client -B {}", quote(&arg))).await?;
+            conn.command(format!("refresh-client -B {}", quote(&arg)))
+                .await?;
         }
         tracing::debug!(%session, conn = id.0, "attached control client");
         self.by_id.insert(id, session);
@@ -159,7 +174,10 @@ impl Observer {
 
     /// A live connection to send commands on.
     fn any_connection(&self) -> Result<&Connection, CommandError> {
-        self.conns.values().find(|c| c.is_open()).ok_or(CommandError::Closed)
+        self.conns
+            .values()
+            .find(|c| c.is_open())
+            .ok_or(CommandError::Closed)
     }
 
     /// Sends a command on one of the control connections and returns its reply body.
@@ -185,12 +203,20 @@ impl Observer {
         self.inventory.clients = clients;
         self.dirty.retain(|p| self.inventory.panes.contains_key(p));
         let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
-        let stale: Vec<SessionId> = self.conns.keys().filter(|s| !wanted.contains(s)).copied().collect();
+        let stale: Vec<SessionId> = self
+            .conns
+            .keys()
+            .filter(|s| !wanted.contains(s))
+            .copied()
+            .collect();
         for s in stale {
             // Dropping the handle closes its stdin: the client detaches.
             self.conns.remove(&s);
         }
-        let mut missing: Vec<SessionId> = wanted.into_iter().filter(|s| !self.conns.contains_key(s)).collect();
+        let mut missing: Vec<SessionId> = wanted
+            .into_iter()
+            .filter(|s| !self.conns.contains_key(s))
+            .collect();
         missing.sort();
         for s in missing {
             if let Err(e) = self.attach(s).await {
@@ -210,7 +236,9 @@ impl Observer {
     /// Clears the pane's dirty mark.
     pub async fn capture(&mut self, pane: PaneId) -> Result<String, CommandError> {
         self.dirty.remove(&pane);
-        let body = self.command(format!("capture-pane -p -J -t {pane}")).await?;
+        let body = self
+            .command(format!("capture-pane -p -J -t {pane}"))
+            .await?;
         Ok(body.join("\n"))
     }
 
@@ -260,7 +288,12 @@ impl Observer {
                 self.dirty.insert(pane);
                 Some(Observed::Output { pane, data })
             }
-            N::SubscriptionChanged { name, pane: Some(pane), value, .. } => {
+            N::SubscriptionChanged {
+                name,
+                pane: Some(pane),
+                value,
+                ..
+            } => {
                 let p = self.inventory.panes.get_mut(&pane)?;
                 if name == SUB_TITLE && p.title != value {
                     p.title = value;

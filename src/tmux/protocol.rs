@@ -152,7 +152,11 @@ impl Decoder {
             if let Some((ok, t, n, f)) = block_end(line) {
                 if t == block.time && n == block.number && f == block.flags {
                     let block = self.block.take()?;
-                    let from_client = block.flags.parse::<u32>().map(|f| f & 1 == 1).unwrap_or(false);
+                    let from_client = block
+                        .flags
+                        .parse::<u32>()
+                        .map(|f| f & 1 == 1)
+                        .unwrap_or(false);
                     return Some(Notification::Reply(Reply {
                         number: block.number,
                         from_client,
@@ -180,7 +184,11 @@ impl Decoder {
             let colon = find_colon_word(rest)?;
             let mut out = Vec::new();
             unescape_into(&rest[colon..], &mut out);
-            return Some(Notification::ExtendedOutput { pane, age_ms, data: out });
+            return Some(Notification::ExtendedOutput {
+                pane,
+                age_ms,
+                data: out,
+            });
         }
         let text = String::from_utf8_lossy(line);
         decode_text(&text, &mut self.block)
@@ -197,7 +205,12 @@ fn decode_text(text: &str, block: &mut Option<OpenBlock>) -> Option<Notification
         "%begin" => {
             let (time, number, flags) = (arg().to_string(), arg(), arg().to_string());
             let number = number.parse().ok()?;
-            *block = Some(OpenBlock { time, number, flags, body: Vec::new() });
+            *block = Some(OpenBlock {
+                time,
+                number,
+                flags,
+                body: Vec::new(),
+            });
             return None;
         }
         "%window-add" => Notification::WindowAdd(WindowId::parse(arg())?),
@@ -249,7 +262,13 @@ fn subscription(rest: &str) -> Option<Notification> {
     let window = it.next().and_then(WindowId::parse);
     let _index = it.next();
     let pane = it.next().and_then(PaneId::parse);
-    Some(Notification::SubscriptionChanged { name, session, window, pane, value: value.to_string() })
+    Some(Notification::SubscriptionChanged {
+        name,
+        session,
+        window,
+        pane,
+        value: value.to_string(),
+    })
 }
 
 fn block_end(line: &[u8]) -> Option<(bool, &str, u64, &str)> {
@@ -321,7 +340,12 @@ mod tests {
     fn expected() -> Vec<Notification> {
         use Notification::*;
         vec![
-            Reply(super::Reply { number: 269, from_client: false, ok: true, body: vec![] }),
+            Reply(super::Reply {
+                number: 269,
+                from_client: false,
+                ok: true,
+                body: vec![],
+            }),
             SessionChanged(SessionId(0), "my session".into()),
             Output {
                 pane: PaneId(4),
@@ -331,9 +355,19 @@ mod tests {
                 number: 274,
                 from_client: true,
                 ok: true,
-                body: vec!["line one".into(), "%end 1796158992 999 1".into(), "%end 1 274 1".into(), "".into()],
+                body: vec![
+                    "line one".into(),
+                    "%end 1796158992 999 1".into(),
+                    "%end 1 274 1".into(),
+                    "".into(),
+                ],
             }),
-            Reply(super::Reply { number: 275, from_client: true, ok: false, body: vec!["parse error".into()] }),
+            Reply(super::Reply {
+                number: 275,
+                from_client: true,
+                ok: false,
+                body: vec!["parse error".into()],
+            }),
             SubscriptionChanged {
                 name: "t".into(),
                 session: Some(SessionId(0)),
@@ -361,7 +395,11 @@ mod tests {
             PaneModeChanged(PaneId(4)),
             Pause(PaneId(4)),
             Continue(PaneId(4)),
-            ExtendedOutput { pane: PaneId(4), age_ms: 120, data: b"hi\n".to_vec() },
+            ExtendedOutput {
+                pane: PaneId(4),
+                age_ms: 120,
+                data: b"hi\n".to_vec(),
+            },
             ClientSessionChanged("/dev/pts/3".into()),
             ClientDetached("/dev/pts/3".into()),
             Other("%message hello".into()),

@@ -56,7 +56,10 @@ impl ServerAddress {
             .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
             .take(32)
             .collect();
-        format!("{name}-{:08x}", fnv1a(self.socket.as_os_str().as_encoded_bytes()) as u32)
+        format!(
+            "{name}-{:08x}",
+            fnv1a(self.socket.as_os_str().as_encoded_bytes()) as u32
+        )
     }
 }
 
@@ -85,12 +88,16 @@ pub fn find_tmux() -> Option<PathBuf> {
 /// Finds an executable on `$PATH`.
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| is_executable(p))
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

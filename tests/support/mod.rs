@@ -1,0 +1,278 @@
+//! Test support shared by the integration test binaries: a private tmux server, the sidecar
+//! daemon as a child process with private XDG directories, and waiting with a deadline.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Waits until `f` returns Some, or panics with `what` after `secs`.
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {secs}s waiting for: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// A private tmux server (`tmux -L NAME -f /dev/null`), killed (by pid) on drop.
+pub struct Tmux {
+    /// The socket name.
+    pub name: String,
+    /// The server's pid (updated by `restart`).
+    pub pid: Option<u32>,
+}
+
+impl Tmux {
+    /// A unique name; the server starts with the first `new_session`.
+    pub fn new() -> Tmux {
+        let name = format!(
+            "tt{}x{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        Tmux { name, pid: None }
+    }
+
+    /// Runs a tmux command on this server; returns stdout, panics on failure.
+    pub fn cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.name, "-f", "/dev/null"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tmux");
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Like `cmd` but returns None on failure.
+    pub fn try_cmd(&self, args: &[&str]) -> Option<String> {
+        let out = Command::new("tmux")
+            .args(["-L", &self.name, "-f", "/dev/null"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Creates a detached session running `command` (or a shell), 120x40.
+    pub fn new_session(&mut self, name: &str, command: Option<&str>) -> String {
+        let mut args = vec![
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-P",
+            "-F",
+            "#{pane_id}",
+        ];
+        if let Some(c) = command {
+            args.push(c);
+        }
+        let pane = self.cmd(&args).trim().to_string();
+        if self.pid.is_none() {
+            self.pid = self
+                .cmd(&["display-message", "-p", "#{pid}"])
+                .trim()
+                .parse()
+                .ok();
+        }
+        pane
+    }
+
+    /// Creates a window in `session` running `command`; returns its pane id.
+    pub fn new_window(&self, session: &str, command: Option<&str>) -> String {
+        let mut args = vec!["new-window", "-d", "-t", session, "-P", "-F", "#{pane_id}"];
+        if let Some(c) = command {
+            args.push(c);
+        }
+        self.cmd(&args).trim().to_string()
+    }
+
+    /// Types text and Enter into a pane.
+    pub fn type_line(&self, pane: &str, text: &str) {
+        self.cmd(&["send-keys", "-t", pane, "-l", text]);
+        self.cmd(&["send-keys", "-t", pane, "Enter"]);
+    }
+
+    /// Kills the server and waits for its process to end.
+    pub fn kill(&mut self) {
+        let _ = self.try_cmd(&["kill-server"]);
+        if let Some(pid) = self.pid.take() {
+            let _ = Command::new("kill")
+                .arg("-9")
+                .arg(pid.to_string())
+                .stderr(Stdio::null())
+                .status();
+            wait_for(10, "tmux server exit", || {
+                (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+            });
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Private XDG directories for one daemon and its clients.
+pub struct Env {
+    /// The temp root.
+    pub dir: tempfile::TempDir,
+    /// Extra variables.
+    pub vars: Vec<(String, String)>,
+}
+
+impl Env {
+    /// Fresh directories.
+    pub fn new() -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["run", "config", "state"] {
+            std::fs::create_dir_all(dir.path().join(d)).expect("mkdir");
+        }
+        Env {
+            dir,
+            vars: Vec::new(),
+        }
+    }
+
+    /// A path inside the temp root.
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    /// A command for the sidecar binary with this environment.
+    pub fn sidecar(&self, tmux: &Tmux, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_thinkterm-sidecar"));
+        c.args(["-L", &tmux.name]).args(args);
+        c.env("XDG_RUNTIME_DIR", self.path("run"))
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_STATE_HOME", self.path("state"))
+            .env_remove("TMUX")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .env("THINKTERM_DISABLE_SOUND", "1");
+        for (k, v) in &self.vars {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// Runs a sidecar client command; returns (exit code, stdout, stderr).
+    pub fn run(&self, tmux: &Tmux, args: &[&str]) -> (i32, String, String) {
+        let out = self
+            .sidecar(tmux, args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run sidecar");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `agents --json`, parsed; None while no daemon answers.
+    pub fn agents(&self, tmux: &Tmux) -> Option<serde_json::Value> {
+        let (code, out, _) = self.run(tmux, &["agents", "--json"]);
+        if code != 0 {
+            return None;
+        }
+        serde_json::from_str(&out).ok()
+    }
+
+    /// The pane row of `pane` in `agents --json`.
+    pub fn pane_row(&self, tmux: &Tmux, pane: &str) -> Option<serde_json::Value> {
+        let v = self.agents(tmux)?;
+        v["panes"]
+            .as_array()?
+            .iter()
+            .find(|p| p["pane"] == pane)
+            .cloned()
+    }
+}
+
+/// The sidecar daemon, logging to a file; killed (by pid) on drop.
+pub struct Daemon {
+    /// The process.
+    pub child: Child,
+    /// Its log file.
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `thinkterm-sidecar -L NAME run` with the environment.
+    pub fn start(env: &Env, tmux: &Tmux) -> Daemon {
+        let log = env.path(&format!(
+            "daemon-{}.log",
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        ));
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = env
+            .sidecar(tmux, &["run"])
+            .env("THINKTERM_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start daemon");
+        Daemon { child, log }
+    }
+
+    /// The log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the daemon answers on its socket.
+    pub fn wait_ready(&self, env: &Env, tmux: &Tmux) {
+        wait_for(15, "daemon answers agents --json", || env.agents(tmux));
+    }
+
+    /// Stops it with SIGTERM and waits.
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes an executable script.
+pub fn script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(path, body).expect("write script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}

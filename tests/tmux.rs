@@ -1,0 +1,291 @@
+//! Observing every pane of a real tmux server (issue 2): control clients, inventory,
+//! foreground processes, output bytes, restarts and bad input.
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use support::{script, wait_for, Daemon, Env, Tmux};
+use thinkterm_sidecar::tmux::observer::{Observed, Observer};
+use thinkterm_sidecar::tmux::server::{find_tmux, ServerAddress, ServerChoice};
+
+fn pane_ids(v: &serde_json::Value) -> Vec<String> {
+    v["panes"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p["pane"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_pane_of_every_session_appears_including_new_and_grouped_sessions() {
+    let mut tmux = Tmux::new();
+    let a = tmux.new_session("alpha", None);
+    let b = tmux.new_session("beta", None);
+    let a2 = tmux.new_window("alpha", None);
+    let env = Env::new();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let c = tmux.new_session("gamma", None);
+    // A grouped session shares alpha's windows: no duplicate panes, no extra control client.
+    tmux.cmd(&["new-session", "-d", "-s", "alpha-2", "-t", "alpha"]);
+    let v = wait_for(10, "all panes listed", || {
+        let v = env.agents(&tmux)?;
+        let ids = pane_ids(&v);
+        [&a, &b, &a2, &c]
+            .iter()
+            .all(|p| ids.contains(p))
+            .then_some(v)
+    });
+    let ids = pane_ids(&v);
+    let mut dedup = ids.clone();
+    dedup.sort();
+    dedup.dedup();
+    assert_eq!(ids.len(), dedup.len(), "duplicate panes: {ids:?}");
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    let row = v["panes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pane"] == c.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(row["session_name"], "gamma");
+    assert!(row["session"].as_str().unwrap().starts_with('$'));
+    assert!(row["window"].as_str().unwrap().starts_with('@'));
+    // One control client per session group: alpha (+alpha-2), beta, gamma.
+    let clients = wait_for(10, "three control clients", || {
+        let out = tmux.cmd(&[
+            "list-clients",
+            "-F",
+            "#{client_control_mode} #{session_name}",
+        ]);
+        let n = out.lines().filter(|l| l.starts_with("1 ")).count();
+        (n == 3).then_some(out)
+    });
+    assert!(!clients.contains("alpha-2"), "{clients}");
+}
+
+#[test]
+fn foreground_processes_and_agents_are_identified() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let shell = tmux.new_session("main", None);
+    // A fake codex: node running a script installed where npm puts codex.
+    let js = env.path("lib/node_modules/@openai/codex/bin/codex.js");
+    script(&js, "setInterval(() => {}, 1000);\n");
+    let codex = tmux.new_window("main", Some(&format!("node {}", js.display())));
+    // An ssh stand-in: the pane shows another machine's processes.
+    let ssh = env.path("bin/ssh");
+    script(&ssh, "#!/bin/bash\nsleep 300\n");
+    let ssh_pane = tmux.new_window("main", Some(&format!("{} host", ssh.display())));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    tmux.type_line(&shell, "sleep 300");
+    let row = wait_for(10, "sleep in the foreground", || {
+        env.pane_row(&tmux, &shell)
+            .filter(|r| r["fg_process"] == "sleep")
+    });
+    assert_eq!(row["agent"], serde_json::Value::Null);
+    assert_eq!(row["process_less"], false);
+    let row = wait_for(10, "codex identified", || {
+        env.pane_row(&tmux, &codex)
+            .filter(|r| r["agent"] == "codex")
+    });
+    assert_eq!(row["fg_process"], "node");
+    assert!(row["fg_argv"][1]
+        .as_str()
+        .unwrap()
+        .ends_with("@openai/codex/bin/codex.js"));
+    let row = wait_for(10, "ssh is process-less", || {
+        env.pane_row(&tmux, &ssh_pane)
+            .filter(|r| r["process_less"] == true)
+    });
+    assert_eq!(row["agent"], serde_json::Value::Null);
+    // Back at the prompt, the shell is in the foreground again.
+    tmux.cmd(&["send-keys", "-t", &shell, "C-c"]);
+    wait_for(10, "shell back in the foreground", || {
+        env.pane_row(&tmux, &shell)
+            .filter(|r| r["fg_process"] == "bash")
+    });
+}
+
+#[test]
+fn a_restarted_server_is_followed_and_a_late_server_is_waited_for() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    // No server yet: the daemon waits and says where.
+    let d = Daemon::start(&env, &tmux);
+    wait_for(10, "waiting log line", || {
+        d.log_text()
+            .contains("waiting for tmux server at")
+            .then_some(())
+    });
+    let p = tmux.new_session("first", None);
+    wait_for(15, "pane of the late server", || {
+        pane_ids(&env.agents(&tmux)?).contains(&p).then_some(())
+    });
+    tmux.kill();
+    wait_for(10, "panes dropped with the server", || {
+        pane_ids(&env.agents(&tmux)?).is_empty().then_some(())
+    });
+    let q = tmux.new_session("second", None);
+    let r = tmux.new_window("second", None);
+    wait_for(15, "panes of the new server", || {
+        let ids = pane_ids(&env.agents(&tmux)?);
+        (ids.contains(&q) && ids.contains(&r)).then_some(())
+    });
+    assert!(d.log_text().contains("went away"), "{}", d.log_text());
+}
+
+#[test]
+fn tmux_missing_from_path_is_one_clear_message_and_exit_code_2() {
+    let tmux = Tmux::new();
+    let env = Env::new();
+    let out = env
+        .sidecar(&tmux, &["run"])
+        .env("PATH", "/nonexistent")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("tmux is not installed"), "{err}");
+}
+
+#[test]
+fn window_sizes_are_unchanged_by_the_sidecar() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    tmux.new_session("sized", None);
+    tmux.new_session("other", None);
+    // A real client in a pseudo-terminal of 100x30.
+    let attach = format!(
+        "stty cols 100 rows 30; exec tmux -L {} attach -t sized",
+        tmux.name
+    );
+    let mut client = Command::new("script")
+        .args(["-qfc", &attach, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script");
+    let size = || {
+        tmux.cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            "sized",
+            "#{window_width}x#{window_height}",
+        ])
+        .trim()
+        .to_string()
+    };
+    wait_for(10, "client attached at 100x30", || {
+        (size() == "100x29").then_some(())
+    });
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "control clients attached", || {
+        let out = tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"]);
+        (out.lines().filter(|l| *l == "1").count() == 2).then_some(())
+    });
+    tmux.new_window("sized", None);
+    assert_eq!(size(), "100x29");
+    let other = tmux.cmd(&[
+        "display-message",
+        "-p",
+        "-t",
+        "other",
+        "#{window_width}x#{window_height}",
+    ]);
+    assert_eq!(
+        other.trim(),
+        "120x40",
+        "a session only the sidecar attaches to keeps its size"
+    );
+    let _ = client.kill();
+    let _ = client.wait();
+}
+
+/// Runs the observer directly (no daemon) with a current-thread runtime.
+fn with_observer<T>(tmux: &Tmux, f: impl AsyncFnOnce(&mut Observer) -> T) -> T {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
+        let mut obs = Observer::connect(find_tmux().unwrap(), addr)
+            .await
+            .expect("observer connects");
+        f(&mut obs).await
+    })
+}
+
+async fn collect_output(obs: &mut Observer, pane: &str, until: &[u8]) -> Vec<u8> {
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while memchr::memmem::find(&got, until).is_none() {
+        match tokio::time::timeout_at(deadline, obs.next()).await {
+            Ok(Observed::Output { pane: p, data }) if p.to_string() == pane => got.extend(data),
+            Ok(_) => {}
+            Err(_) => panic!("timed out; got {:?}", String::from_utf8_lossy(&got)),
+        }
+    }
+    got
+}
+
+#[test]
+fn pane_bytes_reach_the_output_consumer_byte_exact_and_non_utf8_is_kept() {
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("bytes", None);
+    with_observer(&tmux, async |obs| {
+        tmux.type_line(
+            &pane,
+            r"printf '\033]7501;state=working\033\\'; printf 'X\377\376Y\n'",
+        );
+        let got = collect_output(obs, &pane, b"X\xff\xfeY").await;
+        assert!(
+            memchr::memmem::find(&got, b"\x1b]7501;state=working\x1b\\").is_some(),
+            "{got:?}"
+        );
+        assert!(obs.dirty().iter().any(|p| p.to_string() == pane));
+        // A capture over the control connection shows the screen and clears the dirty mark.
+        let id = pane.parse().unwrap();
+        let screen = obs.capture(id).await.expect("capture");
+        assert!(screen.contains("printf"), "{screen}");
+        assert!(!obs.dirty().contains(&id));
+    });
+}
+
+#[test]
+fn titles_and_commands_follow_subscriptions() {
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("subs", None);
+    with_observer(&tmux, async |obs| {
+        let id = pane.parse().unwrap();
+        tmux.type_line(&pane, r"printf '\033]2;my agent title\033\\'; sleep 300");
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        let (mut title, mut command) = (false, false);
+        while !(title && command) {
+            match tokio::time::timeout_at(deadline, obs.next())
+                .await
+                .expect("subscription changes")
+            {
+                Observed::Title(p) if p == id => {
+                    title = obs.inventory().panes[&id].title == "my agent title"
+                }
+                Observed::Command(p) if p == id => {
+                    command = obs.inventory().panes[&id].current_command == "sleep"
+                }
+                _ => {}
+            }
+        }
+    });
+}
