@@ -1,0 +1,1 @@
+//! Text for the command line: `rules list`, `rules explain ID`, `rules check`, `explain`.
