@@ -119,6 +119,26 @@ fn every_fixture_classifies_to_its_labelled_state() {
         let v = catalog
             .classify(id, &snap)
             .unwrap_or_else(|| panic!("{id} has no state rules"));
+        // Two frames with the same screen and title but different labels cannot both be
+        // right (a frame taken after the moment it names): accept either label, say so.
+        let twins: Vec<&str> = frames
+            .iter()
+            .filter(|o| o.screen == f.screen && o.title == f.title && o.agent == f.agent)
+            .map(|o| o.state.as_str())
+            .collect();
+        if twins.iter().any(|s| *s != f.state) {
+            eprintln!(
+                "note: {} has the same screen as a frame labelled otherwise",
+                f.path.display()
+            );
+            assert!(
+                twins.contains(&v.state.as_str()),
+                "{}: got {}",
+                f.path.display(),
+                v.state.as_str()
+            );
+            continue;
+        }
         if v.state.as_str() != f.state {
             failures.push(format!(
                 "{}: want {}, got {} ({:?})",
