@@ -236,8 +236,14 @@ impl Catalog {
         LoadReport { catalog, rejected }
     }
 
-    /// Adds a manifest, replacing the one with the same id in place.
-    pub fn insert(&mut self, manifest: Manifest, source: Source) {
+    /// Adds a manifest, replacing the one with the same id in place. A replacing manifest
+    /// keeps what it does not say itself from the one it replaces (name, mark, commands,
+    /// `reports_from`, `self_report`, identity, fingerprints; aliases are merged), so a herdr
+    /// manifest, which has none of these, still leaves the agent identifiable.
+    pub fn insert(&mut self, mut manifest: Manifest, source: Source) {
+        if let Some(old) = self.entries.iter().find(|e| e.info.id == manifest.id) {
+            inherit(&mut manifest, &old.manifest);
+        }
         let entry = Entry {
             info: info_of(&manifest, source),
             manifest,
@@ -358,6 +364,34 @@ impl Catalog {
                 })
             })
             .map(|e| e.info.id.as_str())
+    }
+}
+
+fn inherit(m: &mut Manifest, old: &Manifest) {
+    if m.name.is_none() {
+        m.name = old.name.clone();
+    }
+    if m.mark.is_none() {
+        m.mark = old.mark.clone();
+    }
+    if m.commands.is_empty() {
+        m.commands = old.commands.clone();
+    }
+    if m.reports_from.is_none() {
+        m.reports_from = old.reports_from.clone();
+    }
+    m.self_report |= old.self_report;
+    let i = &m.identity;
+    if i.process_names.is_empty() && i.argv_patterns.is_empty() && i.package_paths.is_empty() {
+        m.identity = old.identity.clone();
+    }
+    if m.fingerprints.is_empty() {
+        m.fingerprints = old.fingerprints.clone();
+    }
+    for a in &old.aliases {
+        if !m.aliases.contains(a) {
+            m.aliases.push(a.clone());
+        }
     }
 }
 
