@@ -1,4 +1,5 @@
 //! Screen-rule engine: fixtures, herdr compatibility, overrides, explain and rendering.
+#![allow(clippy::unwrap_used)] // tests fail loudly on bad fixtures
 
 use std::path::{Path, PathBuf};
 use thinkterm_sidecar::process::identify::{Identity, ProcInfo};
@@ -580,7 +581,7 @@ fn limits_are_enforced() {
         .any(|r| r.contains("more than 1024 matchers")));
     // 512 gates: 100 rules with 5 nested gates each (600 gates).
     let rules: String = (0..100)
-        .map(|i| format!("[[rules]]\nid = \"r{i}\"\nstate = \"idle\"\nregion = \"whole_recent\"\nany = [{}]\n", vec!["{ contains = [\"a\"] }"; 5].join(", ")))
+        .map(|i| format!("[[rules]]\nid = \"r{i}\"\nstate = \"idle\"\nregion = \"whole_recent\"\nany = [{}]\n", ["{ contains = [\"a\"] }"; 5].join(", ")))
         .collect();
     assert!(check("gates.toml", &format!("id = \"x\"\n{rules}"))
         .unwrap_err()

@@ -168,10 +168,12 @@ impl Compiler<'_> {
                 package_paths: i.package_paths.clone(),
             },
         };
-        let mut regions: Vec<Region> = Vec::new();
+        let mut regions: Vec<(Region, bool)> = Vec::new();
         for r in &rules {
-            if !regions.contains(&r.region) {
-                regions.push(r.region);
+            let lower = r.gate.uses_contains();
+            match regions.iter_mut().find(|(k, _)| *k == r.region) {
+                Some(slot) => slot.1 |= lower,
+                None => regions.push((r.region, lower)),
             }
         }
         Manifest {

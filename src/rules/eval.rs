@@ -47,12 +47,17 @@ struct Cut {
 
 impl Cut {
     fn new(m: &Manifest, snap: &Snapshot<'_>) -> Cut {
+        let lines = super::region::screen_lines(snap.screen);
         let regions = m
             .regions
             .iter()
-            .map(|&r| {
-                let text = r.extract(snap).map(|t| {
-                    let lower = t.to_lowercase();
+            .map(|&(r, needs_lower)| {
+                let text = r.extract_lines(snap, &lines).map(|t| {
+                    let lower = if needs_lower {
+                        t.to_lowercase()
+                    } else {
+                        String::new()
+                    };
                     (t, lower)
                 });
                 (r, text)

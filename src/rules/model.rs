@@ -73,6 +73,17 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// Whether this gate or a nested one has `contains` matchers.
+    pub fn uses_contains(&self) -> bool {
+        !self.contains.is_empty()
+            || self
+                .all
+                .iter()
+                .chain(&self.any)
+                .chain(&self.not)
+                .any(Gate::uses_contains)
+    }
+
     /// Whether the gate holds on a region (`lower` is `text` lowercased).
     pub fn matches(&self, text: &str, lower: &str) -> bool {
         self.contains.iter().all(|c| lower.contains(c.as_str()))
@@ -157,6 +168,7 @@ pub struct Manifest {
     pub fingerprints: Vec<Fingerprint>,
     /// The rules, in file order.
     pub rules: Vec<Rule>,
-    /// Distinct regions the rules use, so each is cut once per snapshot.
-    pub regions: Vec<Region>,
+    /// Distinct regions the rules use, so each is cut once per snapshot, and whether any rule
+    /// on it has `contains` matchers (which need the lowercase form).
+    pub regions: Vec<(Region, bool)>,
 }

@@ -38,6 +38,9 @@ pub enum Region {
     OscProgress,
 }
 
+/// Builds a counted region from its N.
+type MakeRegion = fn(usize) -> Region;
+
 /// Lines of a region are limited to this count when given as N.
 pub const MAX_REGION_LINES: usize = 10_000;
 
@@ -60,7 +63,7 @@ impl Region {
         if let Some(r) = fixed {
             return Ok(r);
         }
-        let counted: [(&str, fn(usize) -> Region); 3] = [
+        let counted: [(&str, MakeRegion); 3] = [
             ("bottom_lines", Region::BottomLines),
             ("bottom_non_empty_lines", Region::BottomNonEmptyLines),
             ("top_non_empty_lines", Region::TopNonEmptyLines),
@@ -84,18 +87,22 @@ impl Region {
 
     /// Cuts this region out of a snapshot.
     pub fn extract(self, snap: &Snapshot<'_>) -> Option<String> {
+        self.extract_lines(snap, &screen_lines(snap.screen))
+    }
+
+    /// Cuts this region out of a snapshot whose screen is already split by [`screen_lines`].
+    pub fn extract_lines(self, snap: &Snapshot<'_>, lines: &[&str]) -> Option<String> {
         match self {
             Region::OscTitle => return snap.osc_title.map(str::to_string),
             Region::OscProgress => return snap.osc_progress.map(str::to_string),
             _ => {}
         }
-        let lines = screen_lines(snap.screen);
         fn non_empty(l: &&&str) -> bool {
             !l.trim().is_empty()
         }
         let joined = |ls: &[&str]| ls.join("\n");
         Some(match self {
-            Region::WholeRecent => joined(&lines),
+            Region::WholeRecent => joined(lines),
             Region::BottomLines(n) => joined(&lines[lines.len().saturating_sub(n)..]),
             Region::BottomNonEmptyLines(n) => {
                 let mut v: Vec<&str> = lines
@@ -117,12 +124,12 @@ impl Region {
                     .collect::<Vec<_>>(),
             ),
             Region::PromptBoxBody => {
-                let (top, bottom) = prompt_box(&lines)?;
+                let (top, bottom) = prompt_box(lines)?;
                 joined(&lines[top + 1..bottom])
             }
-            Region::AbovePromptBox => joined(&lines[..prompt_box(&lines)?.0]),
+            Region::AbovePromptBox => joined(&lines[..prompt_box(lines)?.0]),
             Region::LastNonEmptyAbovePromptBox => {
-                let top = prompt_box(&lines)?.0;
+                let top = prompt_box(lines)?.0;
                 lines[..top]
                     .iter()
                     .rev()
@@ -133,9 +140,9 @@ impl Region {
                 let r = lines.iter().rposition(|l| is_horizontal_rule(l))?;
                 joined(&lines[r + 1..])
             }
-            Region::AfterLastPromptMarker => joined(&lines[last_prompt_marker(&lines)?..]),
-            Region::BeforeLastPromptMarker => joined(&lines[..last_prompt_marker(&lines)?]),
-            Region::LastPromptMarkerLine => lines[last_prompt_marker(&lines)?].to_string(),
+            Region::AfterLastPromptMarker => joined(&lines[last_prompt_marker(lines)?..]),
+            Region::BeforeLastPromptMarker => joined(&lines[..last_prompt_marker(lines)?]),
+            Region::LastPromptMarkerLine => lines[last_prompt_marker(lines)?].to_string(),
             Region::OscTitle | Region::OscProgress => return None,
         })
     }
@@ -162,7 +169,7 @@ impl fmt::Display for Region {
 }
 
 /// The screen's lines, trailing whitespace removed, trailing blank lines dropped.
-fn screen_lines(screen: &str) -> Vec<&str> {
+pub fn screen_lines(screen: &str) -> Vec<&str> {
     let mut lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
     while lines.last().is_some_and(|l| l.is_empty()) {
         lines.pop();
