@@ -91,6 +91,7 @@ pub struct AgentInfo {
     pub commands: Vec<String>,
 }
 
+#[derive(Clone)]
 struct Entry {
     info: AgentInfo,
     manifest: Manifest,
@@ -106,7 +107,7 @@ pub struct Rejected {
 }
 
 /// The result of loading bundled manifests plus an override folder.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct LoadReport {
     /// The working catalog (bundled manifests wherever an override was rejected).
     pub catalog: Catalog,
@@ -147,7 +148,7 @@ pub struct Explanation {
 }
 
 /// The set of manifests in force.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Catalog {
     entries: Vec<Entry>,
 }

@@ -201,3 +201,65 @@ pub fn is_prompt_marker_line(line: &str) -> bool {
 fn last_prompt_marker(lines: &[&str]) -> Option<usize> {
     lines.iter().rposition(|l| is_prompt_marker_line(l))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_bad_names_are_refused() {
+        for name in [
+            "whole_recent",
+            "bottom_lines(3)",
+            "bottom_non_empty_lines(12)",
+            "top_non_empty_lines(20)",
+            "prompt_box_body",
+            "above_prompt_box",
+            "last_non_empty_above_prompt_box",
+            "after_last_horizontal_rule",
+            "after_last_prompt_marker",
+            "before_last_prompt_marker",
+            "last_prompt_marker_line",
+            "osc_title",
+            "osc_progress",
+        ] {
+            assert_eq!(
+                Region::parse(name).map(|r| r.to_string()).as_deref(),
+                Ok(name)
+            );
+        }
+        assert!(Region::parse("bottom_lines(0)").is_err());
+        assert!(Region::parse("bottom_lines(x)").is_err());
+        assert!(Region::parse("middle").is_err());
+    }
+
+    #[test]
+    fn cuts_follow_the_screen_shape() {
+        let screen = "a\n\nb\n────────\n❯ x\n────────\nfoot   \n\n\n";
+        let s = Snapshot {
+            screen,
+            osc_title: None,
+            osc_progress: Some("4;1;5"),
+        };
+        let cut = |r: &str| Region::parse(r).ok().and_then(|r| r.extract(&s));
+        assert_eq!(cut("bottom_lines(2)").as_deref(), Some("────────\nfoot"));
+        assert_eq!(
+            cut("bottom_non_empty_lines(2)").as_deref(),
+            Some("────────\nfoot")
+        );
+        assert_eq!(cut("top_non_empty_lines(2)").as_deref(), Some("a\nb"));
+        assert_eq!(cut("prompt_box_body").as_deref(), Some("❯ x"));
+        assert_eq!(cut("above_prompt_box").as_deref(), Some("a\n\nb"));
+        assert_eq!(cut("last_non_empty_above_prompt_box").as_deref(), Some("b"));
+        assert_eq!(cut("after_last_horizontal_rule").as_deref(), Some("foot"));
+        assert_eq!(cut("last_prompt_marker_line").as_deref(), Some("❯ x"));
+        assert_eq!(cut("osc_title"), None);
+        assert_eq!(cut("osc_progress").as_deref(), Some("4;1;5"));
+        let bare = Snapshot {
+            screen: "no box",
+            ..s
+        };
+        assert_eq!(Region::PromptBoxBody.extract(&bare), None);
+        assert_eq!(Region::AfterLastPromptMarker.extract(&bare), None);
+    }
+}
