@@ -1,1 +1,37 @@
-//! Placeholder: filled in by its own issue.
+//! Screen rules: herdr-compatible manifests (engine v3) with our extensions (`name`, `mark`,
+//! `commands`, `reports_from`, `self_report`, `[identity]`, `[[fingerprints]]`), bundled and
+//! overridden from `$XDG_CONFIG_HOME/thinkterm/agent-detection/`, and the pure engine that
+//! classifies a pane snapshot.
+//!
+//! - [`raw`]/[`compile`]: two-stage loading with `file:line: reason` errors and the limits.
+//! - [`region`]: which part of the snapshot a rule looks at.
+//! - [`eval`]: the engine (priorities, fallback, evidence).
+//! - [`catalog`]: bundled + overrides, aliases, identity table, fingerprints.
+//! - [`render`]: text for `rules list`, `rules explain ID`, `rules check` and `explain`.
+
+mod bundled;
+pub mod catalog;
+pub mod compile;
+pub mod eval;
+pub mod model;
+mod raw;
+pub mod region;
+pub mod render;
+
+pub use catalog::{
+    check_file, AgentInfo, Catalog, Explanation, LoadReport, Rejected, Source, Support,
+};
+pub use eval::{Evidence, Verdict};
+pub use model::{Manifest, RuleState, ENGINE_VERSION};
+pub use region::Region;
+
+/// What the rules see of a pane at one instant.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Snapshot<'a> {
+    /// The visible screen as `capture-pane -p -J` prints it.
+    pub screen: &'a str,
+    /// The title the program itself sent; `None` until it sends one (never tmux's fallback).
+    pub osc_title: Option<&'a str>,
+    /// The last OSC 9;4 progress report the program sent (`4;1;50`); `None` until it sends one.
+    pub osc_progress: Option<&'a str>,
+}

@@ -1,0 +1,185 @@
+//! The engine: every rule is evaluated on its region, the highest priority wins and ties go to
+//! the earlier rule; a known agent with no match is idle as a fallback.
+
+use super::model::{Gate, Manifest, Rule, RuleState};
+use super::region::Region;
+use super::Snapshot;
+use serde::Serialize;
+
+/// The outcome of classifying one snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The decided state.
+    pub state: RuleState,
+    /// The winning rule's id; `None` for the idle fallback.
+    pub rule: Option<String>,
+    /// True when no rule matched and the state is the idle fallback.
+    pub fallback: bool,
+    /// The winning rule says: keep the pane's previous state (an overlay hides the agent).
+    pub skip_state_update: bool,
+}
+
+/// What one rule did on a snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Evidence {
+    /// Rule id.
+    pub rule: String,
+    /// The state it would decide.
+    pub state: RuleState,
+    /// Its priority.
+    pub priority: i64,
+    /// Its region's name.
+    pub region: String,
+    /// False when the region does not exist on this snapshot (no title sent, no prompt box).
+    pub region_present: bool,
+    /// Whether it matched.
+    pub matched: bool,
+    /// Whether it decided the verdict.
+    pub winner: bool,
+    /// For matched rules: the region line(s) that show why (shortened).
+    pub excerpt: Option<String>,
+}
+
+/// Regions cut from one snapshot, each with its lowercase form.
+struct Cut {
+    regions: Vec<(Region, Option<(String, String)>)>,
+}
+
+impl Cut {
+    fn new(m: &Manifest, snap: &Snapshot<'_>) -> Cut {
+        let lines = super::region::screen_lines(snap.screen);
+        let regions = m
+            .regions
+            .iter()
+            .map(|&(r, needs_lower)| {
+                let text = r.extract_lines(snap, &lines).map(|t| {
+                    let lower = if needs_lower {
+                        t.to_lowercase()
+                    } else {
+                        String::new()
+                    };
+                    (t, lower)
+                });
+                (r, text)
+            })
+            .collect();
+        Cut { regions }
+    }
+
+    fn get(&self, r: Region) -> Option<&(String, String)> {
+        self.regions
+            .iter()
+            .find(|(k, _)| *k == r)
+            .and_then(|(_, v)| v.as_ref())
+    }
+}
+
+fn rule_matches(rule: &Rule, cut: &Cut) -> bool {
+    cut.get(rule.region)
+        .is_some_and(|(t, l)| rule.gate.matches(t, l))
+}
+
+/// The index of the winning rule, if any matched.
+fn winner(m: &Manifest, cut: &Cut) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for (i, rule) in m.rules.iter().enumerate() {
+        if best.is_some_and(|b| m.rules[b].priority >= rule.priority) {
+            continue;
+        }
+        if rule_matches(rule, cut) {
+            best = Some(i);
+        }
+    }
+    best
+}
+
+fn verdict_of(m: &Manifest, best: Option<usize>) -> Verdict {
+    match best {
+        Some(i) => {
+            let r = &m.rules[i];
+            Verdict {
+                state: r.state,
+                rule: Some(r.id.clone()),
+                fallback: false,
+                skip_state_update: r.skip_state_update,
+            }
+        }
+        None => Verdict {
+            state: RuleState::Idle,
+            rule: None,
+            fallback: true,
+            skip_state_update: false,
+        },
+    }
+}
+
+/// Classifies a snapshot with one manifest. `None` when the manifest has no state rules.
+pub fn classify(m: &Manifest, snap: &Snapshot<'_>) -> Option<Verdict> {
+    if m.rules.is_empty() {
+        return None;
+    }
+    let cut = Cut::new(m, snap);
+    Some(verdict_of(m, winner(m, &cut)))
+}
+
+/// Classifies and reports what every rule did.
+pub fn evaluate(m: &Manifest, snap: &Snapshot<'_>) -> (Option<Verdict>, Vec<Evidence>) {
+    if m.rules.is_empty() {
+        return (None, Vec::new());
+    }
+    let cut = Cut::new(m, snap);
+    let best = winner(m, &cut);
+    let evidence = m
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, rule)| {
+            let region = cut.get(rule.region);
+            let matched = rule_matches(rule, &cut);
+            Evidence {
+                rule: rule.id.clone(),
+                state: rule.state,
+                priority: rule.priority,
+                region: rule.region.to_string(),
+                region_present: region.is_some(),
+                matched,
+                winner: best == Some(i),
+                excerpt: if matched {
+                    region.map(|(t, l)| excerpt(&rule.gate, t, l))
+                } else {
+                    None
+                },
+            }
+        })
+        .collect();
+    (Some(verdict_of(m, best)), evidence)
+}
+
+/// Longest excerpt line, in characters.
+const EXCERPT_CHARS: usize = 100;
+
+/// The first region line that one of the gate's own matchers hits, else the region's last
+/// non-blank line; shortened.
+fn excerpt(gate: &Gate, text: &str, _lower: &str) -> String {
+    let hit = text.split('\n').find(|line| {
+        let low = line.to_lowercase();
+        gate.contains.iter().any(|c| low.contains(c.as_str()))
+            || gate.line_regex.iter().any(|r| r.is_match(line))
+            || gate.regex.iter().any(|r| r.is_match(line))
+    });
+    let line = hit
+        .or_else(|| text.split('\n').rev().find(|l| !l.trim().is_empty()))
+        .unwrap_or("")
+        .trim();
+    shorten(line, EXCERPT_CHARS)
+}
+
+/// Cuts a string to `max` characters, marking the cut with `…`.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
