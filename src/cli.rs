@@ -54,6 +54,8 @@ pub enum Command {
     },
     /// Print the effective configuration and where each value came from.
     Config,
+    /// Why a pane (or a saved screen) has its state.
+    Explain(ExplainArgs),
     /// Detection rules.
     Rules {
         /// What to do with them.
@@ -67,6 +69,42 @@ pub enum Command {
 pub enum RulesAction {
     /// Reload rules and config in the running daemon.
     Reload,
+    /// Every known agent: mark, id, name, source, version, rule count, how it is supported.
+    List,
+    /// One agent's rules and the override file that would replace them.
+    Explain {
+        /// Agent id or alias.
+        id: String,
+    },
+    /// Validate rule files (exit 1 with `file:line: reason` on failure).
+    Check {
+        /// Files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// `explain` arguments: a live pane, or a screen file.
+#[derive(Debug, clap::Args)]
+pub struct ExplainArgs {
+    /// A pane (`%3`) of the running daemon.
+    #[arg(conflicts_with = "file")]
+    pub pane: Option<crate::ids::PaneId>,
+    /// A screen saved with `capture-pane -p -J`.
+    #[arg(long, requires = "agent")]
+    pub file: Option<PathBuf>,
+    /// The agent whose rules apply (with `--file`).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The title the program sent (with `--file`).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// The OSC 9;4 payload the program sent (with `--file`).
+    #[arg(long)]
+    pub progress: Option<String>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl Cli {
@@ -227,6 +265,90 @@ pub async fn rules_reload(cli: &Cli) -> anyhow::Result<()> {
     match c.request(&Request::Reload).await? {
         Reply::Done { message } => {
             println!("{message}");
+            Ok(())
+        }
+        Reply::Error { message } => anyhow::bail!(message),
+        other => anyhow::bail!("unexpected reply: {other:?}"),
+    }
+}
+
+/// `rules list|explain|check` (local: the rules of this machine).
+pub fn rules_local(action: &RulesAction) -> anyhow::Result<i32> {
+    use crate::rules::{render, Catalog};
+    let dir = crate::paths::rules_dir();
+    let report = Catalog::load(&dir);
+    for r in &report.rejected {
+        for reason in &r.reasons {
+            eprintln!("warning: rejected: {reason}");
+        }
+    }
+    match action {
+        RulesAction::List => {
+            print!(
+                "{}",
+                render::render_list(&report.catalog, &render::default_command_dirs())
+            );
+            Ok(0)
+        }
+        RulesAction::Explain { id } => {
+            match render::render_rules_explain(&report.catalog, id, &dir) {
+                Some(text) => {
+                    print!("{text}");
+                    Ok(0)
+                }
+                None => anyhow::bail!("unknown agent {id:?} (see `thinkterm-sidecar rules list`)"),
+            }
+        }
+        RulesAction::Check { files } => {
+            let (text, ok) = render::render_check(files);
+            print!("{text}");
+            Ok(if ok { 0 } else { 1 })
+        }
+        RulesAction::Reload => Ok(0),
+    }
+}
+
+/// `explain`.
+pub async fn explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<()> {
+    if let Some(file) = &args.file {
+        let agent = args.agent.clone().unwrap_or_default();
+        let screen = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        let catalog = crate::rules::Catalog::load(&crate::paths::rules_dir()).catalog;
+        let e = crate::daemon::explain_screen(
+            &catalog,
+            &agent,
+            &screen,
+            args.title.as_deref(),
+            args.progress.as_deref(),
+        );
+        if args.json {
+            println!("{}", e.to_json());
+        } else {
+            print!("{}", e.render());
+        }
+        return Ok(());
+    }
+    let Some(pane) = args.pane else {
+        anyhow::bail!(
+            "give a pane (`explain %3`) or a screen (`explain --file SCREEN.txt --agent ID`)"
+        );
+    };
+    let mut c = connect(cli).await?;
+    match c.request(&Request::Explain { pane }).await? {
+        Reply::Value { value } => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                println!(
+                    "pane {pane}: agent {}, state {}",
+                    value["agent"].as_str().unwrap_or("-"),
+                    value["state"].as_str().unwrap_or("unknown")
+                );
+                if let Some(text) = value["explanation_text"].as_str() {
+                    print!("{text}");
+                }
+            }
             Ok(())
         }
         Reply::Error { message } => anyhow::bail!(message),

@@ -56,6 +56,12 @@ fn main() {
             Command::Rules {
                 action: RulesAction::Reload,
             } => cli::rules_reload(&cli).await,
+            Command::Rules { action } => match cli::rules_local(action) {
+                Ok(0) => Ok(()),
+                Ok(code) => std::process::exit(code),
+                Err(e) => Err(e),
+            },
+            Command::Explain(args) => cli::explain(&cli, args).await,
         }
     });
     if let Err(e) = result {

@@ -20,6 +20,7 @@ use crate::config::{self, Loaded};
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, Request};
 use crate::process::identify::IdentityTable;
+use crate::rules::{Catalog, Snapshot};
 use crate::tmux::observer::{Observed, Observer};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 pub use ipc_server::IpcMessage;
@@ -66,10 +67,13 @@ struct Daemon {
     config: Loaded,
     config_path: Option<PathBuf>,
     identities: IdentityTable,
+    catalog: Catalog,
+    rules_stamp: Vec<(PathBuf, u64, std::time::SystemTime)>,
     observer: Option<Observer>,
     panes: HashMap<PaneId, PaneEntry>,
     subscribers: Vec<mpsc::Sender<Reply>>,
     relist_at: Option<Instant>,
+    capture_at: Option<Instant>,
     probe_at: Option<Instant>,
     reconnect_at: Option<Instant>,
     backoff: Duration,
@@ -102,15 +106,19 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         config,
         config_path: opts.config_path,
         identities: IdentityTable::builtin(),
+        catalog: Catalog::bundled(),
+        rules_stamp: Vec::new(),
         observer: None,
         panes: HashMap::new(),
         subscribers: Vec::new(),
         relist_at: None,
+        capture_at: None,
         probe_at: None,
         reconnect_at: Some(Instant::now()),
         backoff: Duration::from_millis(100),
         waiting_logged: false,
     };
+    d.load_rules();
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
     let mut hup = signal(SignalKind::hangup()).context("SIGHUP handler")?;
@@ -180,7 +188,15 @@ impl Daemon {
             self.relist_at = None;
             self.relist().await;
         }
+        if self.capture_at.is_some_and(|t| t <= now) {
+            self.capture_at = None;
+            self.capture_dirty().await;
+        }
         if self.probe_at.is_some_and(|t| t <= now) {
+            if self.rules_changed() {
+                let msg = self.reload();
+                tracing::info!("rule files changed: {msg}");
+            }
             self.probe_all();
             self.probe_at = Some(now + Duration::from_secs(self.config.config.probe_interval_s));
         }
@@ -219,6 +235,9 @@ impl Daemon {
             Observed::Output { pane, data } => {
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.on_output(&data);
+                    if p.wants_capture() {
+                        self.schedule_capture();
+                    }
                 }
             }
             Observed::Structure => {
@@ -235,7 +254,14 @@ impl Daemon {
             Observed::Command(pane) => {
                 self.probe(pane);
             }
-            Observed::Paused(_) | Observed::Continued(_) => {}
+            Observed::Paused(_) => {}
+            Observed::Continued(pane) => {
+                // Output was dropped while paused: look at the screen again.
+                if let Some(p) = self.panes.get_mut(&pane) {
+                    p.needs_capture = true;
+                    self.schedule_capture();
+                }
+            }
             Observed::ServerGone => {
                 tracing::warn!(
                     "tmux server at {} went away; waiting for it to come back",
@@ -285,8 +311,74 @@ impl Daemon {
     fn probe(&mut self, pane: PaneId) {
         let detection = self.config.config.agent_status_detection;
         if let Some(p) = self.panes.get_mut(&pane) {
-            p.probe(&self.identities, detection);
+            if p.probe(&self.identities, detection) && p.agent().is_some() {
+                // A newly identified agent: look at its screen now.
+                p.needs_capture = true;
+                self.schedule_capture();
+            }
         }
+    }
+
+    fn schedule_capture(&mut self) {
+        let delay = Duration::from_millis(self.config.config.capture_delay_ms);
+        self.capture_at.get_or_insert(Instant::now() + delay);
+    }
+
+    /// Captures every pane that wrote output since its last capture and has an agent, and
+    /// classifies it. Other dirty panes are forgotten: nothing reads their screens.
+    async fn capture_dirty(&mut self) {
+        let Some(obs) = &mut self.observer else {
+            return;
+        };
+        let dirty: Vec<PaneId> = obs.dirty().iter().copied().collect();
+        let mut todo: Vec<PaneId> = self
+            .panes
+            .iter()
+            .filter(|(_, p)| p.needs_capture)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in dirty {
+            match self.panes.get(&id) {
+                Some(p) if p.agent().is_some() => todo.push(id),
+                _ => obs.clear_dirty(id),
+            }
+        }
+        todo.sort();
+        todo.dedup();
+        for id in todo {
+            let screen = match obs.capture(id).await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(pane = %id, error = %e, "capture failed");
+                    continue;
+                }
+            };
+            let Some(p) = self.panes.get_mut(&id) else {
+                continue;
+            };
+            p.needs_capture = false;
+            p.classify(&self.catalog, screen);
+        }
+        self.broadcast_snapshot();
+    }
+
+    /// Loads the bundled rules and the overrides; returns the one-line summary.
+    fn load_rules(&mut self) -> String {
+        let dir = crate::paths::rules_dir();
+        let report = Catalog::load(&dir);
+        for r in &report.rejected {
+            for reason in &r.reasons {
+                tracing::warn!("rejected rule file: {reason}");
+            }
+        }
+        self.catalog = report.catalog.clone();
+        self.identities = self.catalog.identity_table();
+        self.rules_stamp = rules_stamp(&dir);
+        report.summary()
+    }
+
+    fn rules_changed(&self) -> bool {
+        rules_stamp(&crate::paths::rules_dir()) != self.rules_stamp
     }
 
     fn probe_all(&mut self) {
@@ -301,13 +393,24 @@ impl Daemon {
         for w in &self.config.warnings {
             tracing::warn!("{w}");
         }
+        let summary = self.load_rules();
         self.probe_all();
+        for p in self.panes.values_mut() {
+            if p.agent().is_some() {
+                p.needs_capture = true;
+            }
+        }
+        self.schedule_capture();
         self.broadcast_snapshot();
-        "Detection rules reloaded.".to_string()
+        summary
     }
 
     fn snapshot(&self) -> Reply {
-        snapshot::build(self.observer.as_ref().map(|o| o.inventory()), &self.panes)
+        snapshot::build(
+            self.observer.as_ref().map(|o| o.inventory()),
+            &self.panes,
+            &self.catalog,
+        )
     }
 
     fn broadcast_snapshot(&mut self) {
@@ -331,7 +434,9 @@ impl Daemon {
                 message: self.reload(),
             },
             Request::Explain { pane } => match self.panes.get(&pane) {
-                Some(p) => Reply::Value { value: p.explain() },
+                Some(p) => Reply::Value {
+                    value: p.explain(&self.catalog),
+                },
                 None => Reply::Error {
                     message: format!("no pane {pane}"),
                 },
@@ -342,4 +447,39 @@ impl Daemon {
         };
         let _ = m.reply.send(reply).await;
     }
+}
+
+/// What the override folder holds (name, size, mtime per `.toml`): compared on the slow timer to
+/// reload when a file is added, changed or removed.
+fn rules_stamp(dir: &std::path::Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "toml"))
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((e.path(), m.len(), m.modified().ok()?))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Classifies a screen offline (for `explain --file`).
+pub fn explain_screen(
+    catalog: &Catalog,
+    agent: &str,
+    screen: &str,
+    title: Option<&str>,
+    progress: Option<&str>,
+) -> crate::rules::Explanation {
+    catalog.explain(
+        agent,
+        &Snapshot {
+            screen,
+            osc_title: title,
+            osc_progress: progress,
+        },
+    )
 }

@@ -5,6 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::process::foreground::{self, Foreground};
 use crate::process::identify::{program_name, Identity, IdentityTable};
+use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
 
 /// Unix milliseconds now.
 pub fn unix_ms() -> u64 {
@@ -27,6 +28,16 @@ pub struct PaneEntry {
     pub since_ms: u64,
     /// Bytes of output seen (for diagnostics).
     pub output_bytes: u64,
+    /// Capture at the next capture round even without new output.
+    pub needs_capture: bool,
+    /// The last screen captured.
+    pub screen: String,
+    /// The last verdict of the screen rules.
+    pub verdict: Option<Verdict>,
+    /// The title the program sent itself (None until it sends one).
+    pub osc_title: Option<String>,
+    /// The last OSC 9;4 progress payload the program sent.
+    pub osc_progress: Option<String>,
 }
 
 impl PaneEntry {
@@ -38,6 +49,11 @@ impl PaneEntry {
             identity: Identity::Other,
             since_ms: unix_ms(),
             output_bytes: 0,
+            needs_capture: false,
+            screen: String::new(),
+            verdict: None,
+            osc_title: None,
+            osc_progress: None,
         }
     }
 
@@ -54,8 +70,51 @@ impl PaneEntry {
             tracing::debug!(pid = self.pid, ?identity, "pane identity");
             self.identity = identity;
             self.since_ms = unix_ms();
+            self.verdict = None;
+            // S9.4: what the previous program sent never reaches the next one's rules.
+            self.osc_title = None;
+            self.osc_progress = None;
         }
         changed
+    }
+
+    /// Whether new output should lead to a capture (an agent runs here).
+    pub fn wants_capture(&self) -> bool {
+        self.agent().is_some()
+    }
+
+    /// The snapshot the rules see.
+    pub fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            screen: &self.screen,
+            osc_title: self.osc_title.as_deref(),
+            osc_progress: self.osc_progress.as_deref(),
+        }
+    }
+
+    /// Classifies a freshly captured screen.
+    pub fn classify(&mut self, catalog: &Catalog, screen: String) {
+        self.screen = screen;
+        let Some(agent) = self.agent() else { return };
+        let verdict = catalog.classify(agent, &self.snapshot());
+        let old = self.verdict.as_ref().map(|v| v.state);
+        if let Some(v) = &verdict {
+            if v.skip_state_update {
+                return;
+            }
+        }
+        if verdict.as_ref().map(|v| v.state) != old {
+            self.since_ms = unix_ms();
+        }
+        self.verdict = verdict;
+    }
+
+    /// The state from the screen rules (None: unknown).
+    pub fn screen_state(&self) -> Option<crate::state::AgentState> {
+        self.verdict.as_ref().and_then(|v| match v.state {
+            RuleState::Unknown => None,
+            s => s.agent_state(),
+        })
     }
 
     /// Output arrived.
@@ -77,10 +136,13 @@ impl PaneEntry {
     }
 
     /// A JSON explanation of what is known.
-    pub fn explain(&self) -> serde_json::Value {
+    pub fn explain(&self, catalog: &Catalog) -> serde_json::Value {
+        let rules = self.agent().map(|a| catalog.explain(a, &self.snapshot()));
         serde_json::json!({
             "agent": self.agent(),
-            "state": "unknown",
+            "state": self.screen_state().map(|s| s.as_str()).unwrap_or("unknown"),
+            "explanation_text": rules.as_ref().map(|e| e.render()),
+            "explanation": rules,
             "foreground": self.fg.procs,
             "at_shell": self.fg.at_shell,
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),

@@ -6,10 +6,15 @@ use super::panes::PaneEntry;
 use crate::ids::PaneId;
 use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, SCHEMA_VERSION};
 use crate::process::identify::Identity;
+use crate::rules::Catalog;
 use crate::tmux::inventory::Inventory;
 
 /// The snapshot of everything now.
-pub fn build(inv: Option<&Inventory>, panes: &HashMap<PaneId, PaneEntry>) -> Reply {
+pub fn build(
+    inv: Option<&Inventory>,
+    panes: &HashMap<PaneId, PaneEntry>,
+    catalog: &Catalog,
+) -> Reply {
     let mut rows = Vec::new();
     if let Some(inv) = inv {
         for p in inv.panes.values() {
@@ -36,13 +41,26 @@ pub fn build(inv: Option<&Inventory>, panes: &HashMap<PaneId, PaneEntry>) -> Rep
                     .unwrap_or_default(),
                 process_less: entry
                     .is_some_and(|e| matches!(e.identity, Identity::ProcessLess { .. })),
-                agent_name: agent.clone(),
-                agent_mark: None,
+                agent_name: agent
+                    .as_deref()
+                    .and_then(|a| catalog.agent(a))
+                    .map(|i| i.name.clone())
+                    .or(agent.clone()),
+                agent_mark: agent
+                    .as_deref()
+                    .and_then(|a| catalog.agent(a))
+                    .and_then(|i| i.mark.clone()),
                 agent,
-                state: None,
+                state: entry.and_then(|e| e.screen_state()),
                 unseen_result: false,
-                source: StateSource::None,
-                rule: None,
+                source: match entry.and_then(|e| e.verdict.as_ref()) {
+                    Some(v) if v.fallback => StateSource::ScreenFallback,
+                    Some(_) => StateSource::ScreenRule,
+                    None => StateSource::None,
+                },
+                rule: entry
+                    .and_then(|e| e.verdict.as_ref())
+                    .and_then(|v| v.rule.clone()),
                 message: None,
                 report_title: None,
                 kind: None,
