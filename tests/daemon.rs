@@ -35,12 +35,21 @@ fn a_live_agent_pane_is_classified_from_its_screen() {
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    let row = wait_for(10, "claude identified", || env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "claude"));
+    let row = wait_for(10, "claude identified", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
     assert_eq!(row["agent_name"], "Claude Code");
     tmux.type_line(&pane, &working);
-    wait_for(10, "working", || env.pane_row(&tmux, &pane).filter(|r| r["state"] == "working"));
+    wait_for(10, "working", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "working")
+    });
     tmux.type_line(&pane, &blocked);
-    let row = wait_for(10, "blocked", || env.pane_row(&tmux, &pane).filter(|r| r["state"] == "blocked"));
+    let row = wait_for(10, "blocked", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "blocked")
+    });
     assert_eq!(row["source"], "screen_rule");
     assert!(row["rule"].is_string());
     // explain PANE tells the same from the daemon.
@@ -59,12 +68,19 @@ fn overrides_replace_and_add_agents_and_reload_without_restart() {
     std::fs::create_dir_all(&rules).unwrap();
     let agent = fake_agent(&env, "zork-agent");
     let screen = env.path("screen.txt");
-    std::fs::write(&screen, "hello\n\n  [zork] thinking hard   (ctrl-c to stop)\n").unwrap();
+    std::fs::write(
+        &screen,
+        "hello\n\n  [zork] thinking hard   (ctrl-c to stop)\n",
+    )
+    .unwrap();
     let pane = tmux.new_session("zz", Some(&agent.display().to_string()));
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
-    assert_eq!(env.pane_row(&tmux, &pane).unwrap()["agent"], serde_json::Value::Null);
+    assert_eq!(
+        env.pane_row(&tmux, &pane).unwrap()["agent"],
+        serde_json::Value::Null
+    );
     // A file alone adds an agent: identity and rules. The file name does not matter.
     std::fs::write(
         rules.join("whatever-name.toml"),
@@ -87,20 +103,41 @@ contains = ["(ctrl-c to stop)"]
     let (code, out, err) = env.run(&tmux, &["rules", "reload"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "Detection rules reloaded; 1 file rejected.");
-    wait_for(10, "rejection logged with file:line", || d.log_text().contains("broken.toml:5").then_some(()));
-    wait_for(10, "zork identified", || env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "zork"));
+    wait_for(10, "rejection logged with file:line", || {
+        d.log_text().contains("broken.toml:5").then_some(())
+    });
+    wait_for(10, "zork identified", || {
+        env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "zork")
+    });
     tmux.type_line(&pane, &screen.display().to_string());
-    let row = wait_for(10, "zork working", || env.pane_row(&tmux, &pane).filter(|r| r["state"] == "working"));
+    let row = wait_for(10, "zork working", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "working")
+    });
     assert_eq!(row["rule"], "footer_working");
     // Change the rule and reload by SIGHUP: the same screen now reads blocked.
-    let text = std::fs::read_to_string(rules.join("whatever-name.toml")).unwrap().replace("state = \"working\"", "state = \"blocked\"");
+    let text = std::fs::read_to_string(rules.join("whatever-name.toml"))
+        .unwrap()
+        .replace("state = \"working\"", "state = \"blocked\"");
     std::fs::write(rules.join("whatever-name.toml"), text).unwrap();
-    let _ = std::process::Command::new("kill").args(["-HUP", &d.child.id().to_string()]).status();
-    wait_for(10, "zork blocked after SIGHUP", || env.pane_row(&tmux, &pane).filter(|r| r["state"] == "blocked"));
+    let _ = std::process::Command::new("kill")
+        .args(["-HUP", &d.child.id().to_string()])
+        .status();
+    wait_for(10, "zork blocked after SIGHUP", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "blocked")
+    });
     // rules list shows the override's source.
     let (_, out, _) = env.run(&tmux, &["rules", "list"]);
     assert!(out.contains("whatever-name.toml"), "{out}");
-    let (code, out, _) = env.run(&tmux, &["rules", "check", &rules.join("broken.toml").display().to_string()]);
+    let (code, out, _) = env.run(
+        &tmux,
+        &[
+            "rules",
+            "check",
+            &rules.join("broken.toml").display().to_string(),
+        ],
+    );
     assert_eq!(code, 1);
     assert!(out.contains("broken.toml:5"), "{out}");
 }

@@ -289,3 +289,53 @@ fn titles_and_commands_follow_subscriptions() {
         }
     });
 }
+
+#[test]
+fn focus_changes_reach_the_observer_through_hooks() {
+    let mut tmux = Tmux::new();
+    tmux.new_session("focus", None);
+    tmux.cmd(&["set-option", "-g", "focus-events", "on"]);
+    let attach = format!(
+        "stty cols 100 rows 30; exec tmux -L {} attach -t focus",
+        tmux.name
+    );
+    let mut client = Command::new("script")
+        .args(["-qfc", &attach, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script");
+    wait_for(10, "client attached", || {
+        tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+            .lines()
+            .any(|l| l == "0")
+            .then_some(())
+    });
+    with_observer(&tmux, async |obs| {
+        let person = |obs: &Observer| obs.inventory().people().next().map(|c| c.focused);
+        assert_eq!(person(obs), Some(true));
+        // The terminal reports focus out (CSI O) through the client's pty.
+        use std::io::Write;
+        let stdin = client.stdin.as_mut().unwrap();
+        stdin.write_all(b"\x1b[O").unwrap();
+        stdin.flush().unwrap();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let o = tokio::time::timeout_at(deadline, obs.next())
+                .await
+                .expect("focus notification");
+            if let Observed::Clients = o {
+                obs.refresh_clients().await.unwrap();
+                if person(obs) == Some(false) {
+                    break;
+                }
+            }
+        }
+        obs.uninstall().await;
+    });
+    let hooks = tmux.cmd(&["show-hooks", "-g"]);
+    assert!(!hooks.contains("thinkterm"), "hooks left behind: {hooks}");
+    let _ = client.kill();
+    let _ = client.wait();
+}

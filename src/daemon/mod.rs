@@ -144,7 +144,9 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         }
     }
     tracing::info!("shutting down");
-    drop(d.observer.take());
+    if let Some(o) = d.observer.take() {
+        o.uninstall().await;
+    }
     let _ = std::fs::remove_file(&sock);
     Ok(())
 }

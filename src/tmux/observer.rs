@@ -21,6 +21,11 @@ use crate::ids::{PaneId, SessionId};
 const SUB_TITLE: &str = "thinkterm_title";
 /// Subscription name for pane current commands.
 const SUB_COMMAND: &str = "thinkterm_cmd";
+/// Subscription name for the focus counter our hooks bump.
+const SUB_FOCUS: &str = "thinkterm_focus";
+/// Index of our hooks in the `client-focus-in`/`-out` hook arrays: high, so that the user's own
+/// hooks (usually at index 0) are untouched.
+const HOOK_INDEX: u32 = 9871;
 /// Capacity of the shared notification channel: enough to absorb bursts; when full, readers
 /// wait and tmux buffers.
 const CHANNEL: usize = 8192;
@@ -115,6 +120,7 @@ impl Observer {
             server_identity: String::new(),
         };
         obs.attach(first).await?;
+        obs.install_focus_hooks().await;
         // Server-wide formats, read through a command that needs no attached client.
         let body = obs
             .command(format!(
@@ -125,6 +131,32 @@ impl Observer {
         obs.server_identity = body.first().cloned().unwrap_or_default();
         obs.refresh().await?;
         Ok(obs)
+    }
+
+    /// tmux sends no notification when a client's terminal gains or loses focus, but it runs the
+    /// `client-focus-in`/`-out` hooks (with `focus-events on`). Ours bump a global user option
+    /// that a subscription watches, so focus changes reach us within tmux's one-second
+    /// subscription check, without polling.
+    async fn install_focus_hooks(&self) {
+        for hook in ["client-focus-in", "client-focus-out"] {
+            let cmd = format!(
+                "set-hook -g {hook}[{HOOK_INDEX}] {}",
+                quote("set-option -gF @thinkterm_focus '#{e|+:#{@thinkterm_focus},1}'")
+            );
+            if let Err(e) = self.command(cmd).await {
+                tracing::debug!(error = %e, hook, "cannot install focus hook");
+            }
+        }
+    }
+
+    /// Removes what the sidecar installed in the server (the focus hooks); the control clients
+    /// detach when the observer is dropped.
+    pub async fn uninstall(&self) {
+        for hook in ["client-focus-in", "client-focus-out"] {
+            let _ = self
+                .command(format!("set-hook -gu {hook}[{HOOK_INDEX}]"))
+                .await;
+        }
     }
 
     /// The server's identity (`pid␟start_time`), stable while it runs.
@@ -166,6 +198,9 @@ impl Observer {
             conn.command(format!("refresh-client -B {}", quote(&arg)))
                 .await?;
         }
+        let arg = format!("{SUB_FOCUS}::#{{@thinkterm_focus}}");
+        conn.command(format!("refresh-client -B {}", quote(&arg)))
+            .await?;
         tracing::debug!(%session, conn = id.0, "attached control client");
         self.by_id.insert(id, session);
         self.conns.insert(session, conn);
@@ -288,6 +323,7 @@ impl Observer {
                 self.dirty.insert(pane);
                 Some(Observed::Output { pane, data })
             }
+            N::SubscriptionChanged { name, .. } if name == SUB_FOCUS => Some(Observed::Clients),
             N::SubscriptionChanged {
                 name,
                 pane: Some(pane),
