@@ -62,6 +62,7 @@ fn main() {
                 Err(e) => Err(e),
             },
             Command::Explain(args) => cli::explain(&cli, args).await,
+            Command::Report(args) => cli::report(args),
         }
     });
     if let Err(e) = result {

@@ -264,12 +264,29 @@ impl Daemon {
     async fn on_observed(&mut self, o: Observed) {
         match o {
             Observed::Output { pane, data } => {
-                if let Some(p) = self.panes.get_mut(&pane) {
-                    p.on_output(&data);
-                    if p.wants_capture() {
-                        self.schedule_capture();
-                    }
+                let detection = self.config.config.agent_status_detection;
+                let Some(p) = self.panes.get_mut(&pane) else {
+                    return;
+                };
+                let out = p.on_output(
+                    Instant::now(),
+                    panes::unix_ms() / 1000,
+                    &data,
+                    &self.identities,
+                    detection,
+                );
+                let wants = p.wants_capture();
+                if out.title_changed && wants {
+                    p.needs_capture = true;
                 }
+                self.on_pane_effects(pane, out.effects);
+                if out.prompt {
+                    self.on_prompt(pane);
+                }
+                if wants {
+                    self.schedule_capture();
+                }
+                self.flush_changes();
             }
             Observed::Structure => {
                 self.relist_at.get_or_insert(Instant::now() + RELIST_DELAY);
@@ -354,6 +371,18 @@ impl Daemon {
         self.on_pane_effects(pane, fx);
     }
 
+    /// An OSC 133 A mark: a prompt starts. Programs draw their own prompts with it too (Pi
+    /// does), so it ends ongoing reports only when the shell is back in the foreground.
+    fn on_prompt(&mut self, pane: PaneId) {
+        self.probe(pane);
+        if let Some(p) = self.panes.get_mut(&pane) {
+            if p.fg.at_shell {
+                let fx = p.end_ongoing(Instant::now());
+                self.on_pane_effects(pane, fx);
+            }
+        }
+    }
+
     fn schedule_capture(&mut self) {
         let delay = Duration::from_millis(self.config.config.capture_delay_ms);
         self.capture_at.get_or_insert(Instant::now() + delay);
@@ -411,6 +440,11 @@ impl Daemon {
                 }
                 PaneEffect::ProgramExited { pid } => {
                     tracing::debug!(pane = %pane, pid, "program left the pane");
+                    // S7.4: working/blocked reports end with their program.
+                    if let Some(p) = self.panes.get_mut(&pane) {
+                        let fx = p.end_ongoing(Instant::now());
+                        self.on_pane_effects(pane, fx);
+                    }
                 }
             }
         }
@@ -583,4 +617,9 @@ pub fn explain_screen(
             osc_progress: progress,
         },
     )
+}
+
+/// Unix seconds now.
+pub fn unix_seconds() -> u64 {
+    panes::unix_ms() / 1000
 }

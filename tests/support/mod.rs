@@ -74,7 +74,16 @@ impl Tmux {
 
     /// Creates a detached session running `command` (or a shell), 120x40.
     pub fn new_session(&mut self, name: &str, command: Option<&str>) -> String {
+        // Panes run a plain bash: the user's login files (pyenv, prompts) make shells start
+        // slowly and differently on each machine.
         let mut args = vec![
+            "start-server",
+            ";",
+            "set-option",
+            "-g",
+            "default-command",
+            "exec bash --norc --noprofile",
+            ";",
             "new-session",
             "-d",
             "-s",
