@@ -94,7 +94,7 @@ impl PaneChange {
 pub enum PaneEffect {
     /// The published status changed; feed `new` to the window rollup, refresh the pane's tmux
     /// option, and emit a `StateEvent` when [`PaneChange::is_transition`].
-    Changed(PaneChange),
+    Changed(Box<PaneChange>),
     /// The foreground program left the pane (exited, or another took its place): reports of
     /// ongoing work (`working`, `blocked`) end now (S7.4); the daemon tells the records table and
     /// feeds the new summary back.
