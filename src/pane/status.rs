@@ -103,3 +103,10 @@ pub enum PaneEffect {
         pid: u32,
     },
 }
+
+/// The unix milliseconds of instant `at`, given the pair (`now`, `now_unix_ms`) read together.
+pub fn unix_ms_at(at: Instant, now: Instant, now_unix_ms: u64) -> u64 {
+    let back = now.saturating_duration_since(at).as_millis() as u64;
+    let ahead = at.saturating_duration_since(now).as_millis() as u64;
+    now_unix_ms.saturating_sub(back).saturating_add(ahead)
+}
