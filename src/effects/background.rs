@@ -106,7 +106,7 @@ mod tests {
         let f = ClientFlags::parse("attached,focused,control-mode,UTF-8");
         assert!(f.attached && f.focused && f.control_mode);
         assert_eq!(ClientFlags::parse(""), ClientFlags::default());
-        assert_eq!(ClientFlags::parse("UTF-8,attached").attached, true);
+        assert!(ClientFlags::parse("UTF-8,attached").attached);
     }
 
     #[test]

@@ -11,7 +11,9 @@ use crate::state::{AgentState, BlockedKind};
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// A window's mark (S4), as the status line and the panel show it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum WindowMark {
     /// Some pane stopped on an error (a red cross, not the amber mark).

@@ -66,8 +66,18 @@ pub enum Identity {
 
 /// Programs whose panes show another machine's or another multiplexer's processes.
 pub const PROCESS_LESS: &[&str] = &[
-    "ssh", "mosh-client", "mosh", "et", "etclient", "tmux", "screen", "minicom", "picocom", "cu",
-    "telnet", "autossh",
+    "ssh",
+    "mosh-client",
+    "mosh",
+    "et",
+    "etclient",
+    "tmux",
+    "screen",
+    "minicom",
+    "picocom",
+    "cu",
+    "telnet",
+    "autossh",
 ];
 
 /// Interpreters and launchers whose real program is in an argument.
@@ -91,13 +101,25 @@ impl IdentityTable {
     /// The defaults for the seed's agents (S2), used until manifests provide their own.
     pub fn builtin() -> Self {
         IdentityTable::new(vec![
-            IdentitySpec::simple("claude", &["claude"], &["node_modules/@anthropic-ai/claude-code"]),
+            IdentitySpec::simple(
+                "claude",
+                &["claude"],
+                &["node_modules/@anthropic-ai/claude-code"],
+            ),
             IdentitySpec::simple("codex", &["codex"], &["node_modules/@openai/codex"]),
             IdentitySpec::simple("copilot", &["copilot"], &["node_modules/@github/copilot"]),
             IdentitySpec::simple("cursor", &["cursor-agent", "cursor"], &[]),
-            IdentitySpec::simple("pi", &["pi"], &["node_modules/@mariozechner/pi-coding-agent"]),
+            IdentitySpec::simple(
+                "pi",
+                &["pi"],
+                &["node_modules/@mariozechner/pi-coding-agent"],
+            ),
             IdentitySpec::simple("opencode", &["opencode"], &["node_modules/opencode-ai"]),
-            IdentitySpec::simple("kimi", &["kimi", "Kimi", "Kimi Code", "kimi-cli"], &["kimi_cli"]),
+            IdentitySpec::simple(
+                "kimi",
+                &["kimi", "Kimi", "Kimi Code", "kimi-cli"],
+                &["kimi_cli"],
+            ),
             IdentitySpec::simple("gemini", &["gemini"], &["node_modules/@google/gemini-cli"]),
             IdentitySpec::simple("soul", &["soul"], &[]),
             IdentitySpec::simple("omp", &["omp"], &[]),
@@ -115,7 +137,10 @@ impl IdentityTable {
     pub fn identify(&self, procs: &[ProcInfo]) -> Identity {
         for p in procs {
             if let Some(agent) = self.match_process(p) {
-                return Identity::Agent { agent: agent.to_string(), pid: p.pid };
+                return Identity::Agent {
+                    agent: agent.to_string(),
+                    pid: p.pid,
+                };
             }
         }
         for p in procs {
@@ -132,11 +157,16 @@ impl IdentityTable {
         let names = candidate_names(p);
         let joined = p.argv.join(" ");
         for spec in &self.specs {
-            if names.iter().any(|n| spec.process_names.iter().any(|s| s == n)) {
+            if names
+                .iter()
+                .any(|n| spec.process_names.iter().any(|s| s == n))
+            {
                 return Some(&spec.agent);
             }
             if !spec.package_paths.is_empty()
-                && p.argv.iter().any(|a| spec.package_paths.iter().any(|pp| a.contains(pp.as_str())))
+                && p.argv
+                    .iter()
+                    .any(|a| spec.package_paths.iter().any(|pp| a.contains(pp.as_str())))
             {
                 return Some(&spec.agent);
             }
@@ -217,7 +247,11 @@ mod tests {
     use super::*;
 
     fn proc(comm: &str, argv: &[&str]) -> ProcInfo {
-        ProcInfo { pid: 1, comm: comm.into(), argv: argv.iter().map(|s| s.to_string()).collect() }
+        ProcInfo {
+            pid: 1,
+            comm: comm.into(),
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+        }
     }
 
     fn agent(t: &IdentityTable, p: ProcInfo) -> Option<String> {
@@ -230,19 +264,45 @@ mod tests {
     #[test]
     fn identifies_direct_wrapped_and_interpreted_agents() {
         let t = IdentityTable::builtin();
-        assert_eq!(agent(&t, proc("claude", &["claude"])).as_deref(), Some("claude"));
         assert_eq!(
-            agent(&t, proc("node", &["node", "/x/node_modules/@openai/codex/bin/codex.js"])).as_deref(),
+            agent(&t, proc("claude", &["claude"])).as_deref(),
+            Some("claude")
+        );
+        assert_eq!(
+            agent(
+                &t,
+                proc(
+                    "node",
+                    &["node", "/x/node_modules/@openai/codex/bin/codex.js"]
+                )
+            )
+            .as_deref(),
             Some("codex")
         );
         assert_eq!(
-            agent(&t, proc("node", &["node", "/tmp/agents/node_modules/.bin/codex"])).as_deref(),
+            agent(
+                &t,
+                proc("node", &["node", "/tmp/agents/node_modules/.bin/codex"])
+            )
+            .as_deref(),
             Some("codex")
         );
-        assert_eq!(agent(&t, proc(".pi-wrapped", &["/nix/store/x/bin/.pi-wrapped"])).as_deref(), Some("pi"));
-        assert_eq!(agent(&t, proc("sh", &["sh", "-c", "opencode --foo"])).as_deref(), Some("opencode"));
-        assert_eq!(agent(&t, proc("Kimi Code", &["Kimi Code"])).as_deref(), Some("kimi"));
-        assert_eq!(agent(&t, proc("bun", &["bun", "x", "--bun", "gemini"])).as_deref(), None);
+        assert_eq!(
+            agent(&t, proc(".pi-wrapped", &["/nix/store/x/bin/.pi-wrapped"])).as_deref(),
+            Some("pi")
+        );
+        assert_eq!(
+            agent(&t, proc("sh", &["sh", "-c", "opencode --foo"])).as_deref(),
+            Some("opencode")
+        );
+        assert_eq!(
+            agent(&t, proc("Kimi Code", &["Kimi Code"])).as_deref(),
+            Some("kimi")
+        );
+        assert_eq!(
+            agent(&t, proc("bun", &["bun", "x", "--bun", "gemini"])).as_deref(),
+            None
+        );
         assert_eq!(agent(&t, proc("bash", &["-bash"])), None);
         assert_eq!(agent(&t, proc("sleep", &["sleep", "100"])), None);
         // A file merely named like an agent, edited in vim, is not the agent.
@@ -258,7 +318,9 @@ mod tests {
         );
         assert_eq!(
             t.identify(&[proc("mosh-client", &["mosh-client", "-#", "x"])]),
-            Identity::ProcessLess { via: "mosh-client".into() }
+            Identity::ProcessLess {
+                via: "mosh-client".into()
+            }
         );
         assert_eq!(t.identify(&[proc("bash", &["bash"])]), Identity::Other);
     }
