@@ -365,3 +365,114 @@ fn env_variable_silences_sounds_and_notifications() {
         .expect("child runs");
     assert!(status.success());
 }
+
+/// A private tmux server, killed by pid on drop.
+struct Tmux {
+    socket: String,
+    pid: Option<u32>,
+    client: Option<Child>,
+}
+
+impl Tmux {
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.client.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(pid) = self.pid {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+#[tokio::test]
+async fn focus_plan_switches_a_real_attached_client() {
+    use thinkterm_sidecar::effects::background::{ClientFlags, ClientView};
+    use thinkterm_sidecar::effects::focus::{plan, FocusTarget};
+    use thinkterm_sidecar::ids::SessionId;
+
+    let socket = format!("thinkterm-effects-{}", std::process::id());
+    let mut t = Tmux {
+        socket: socket.clone(),
+        pid: None,
+        client: None,
+    };
+    t.run(&["new-session", "-d", "-s", "one", "-x", "80", "-y", "24"]);
+    t.pid = t.run(&["display", "-p", "#{pid}"]).parse().ok();
+    t.run(&["new-session", "-d", "-s", "two"]);
+    t.run(&["new-window", "-t", "two"]);
+    t.run(&["split-window", "-t", "two:0"]);
+    // A real attached client on a pty, showing session one.
+    let attach = format!("tmux -L {socket} -f /dev/null attach -t one");
+    t.client = Some(
+        Command::new("script")
+            .args(["-qfc", &attach, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("script runs"),
+    );
+    let fmt = "#{client_name}\t#{client_session}\t#{session_id}\t#{window_id}\t#{client_activity}\t#{client_flags}";
+    assert!(
+        wait_until(|| !t.run(&["list-clients", "-F", fmt]).is_empty()).await,
+        "client attached"
+    );
+    let clients: Vec<ClientView> = t
+        .run(&["list-clients", "-F", fmt])
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            Some(ClientView {
+                name: f[0].to_string(),
+                session: SessionId::parse(f[2])?,
+                window: WindowId::parse(f[3])?,
+                activity: f[4].parse().ok()?,
+                flags: ClientFlags::parse(f[5]),
+            })
+        })
+        .collect();
+    assert_eq!(clients.len(), 1);
+    let ids = t.run(&[
+        "display",
+        "-p",
+        "-t",
+        "two:0.0",
+        "#{pane_id} #{window_id} #{session_id}",
+    ]);
+    let ids: Vec<&str> = ids.split(' ').collect();
+    let target = FocusTarget {
+        pane: PaneId::parse(ids[0]).expect("pane"),
+        window: WindowId::parse(ids[1]).expect("window"),
+        session: SessionId::parse(ids[2]).expect("session"),
+    };
+    let p = plan(&clients, &target, None).expect("plan");
+    assert_eq!(
+        p.commands.len(),
+        3,
+        "switch, window, pane: {:?}",
+        p.commands
+    );
+    for argv in &p.commands {
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        t.run(&args);
+    }
+    let shown = t.run(&[
+        "display",
+        "-p",
+        "-c",
+        &p.client,
+        "#{pane_id} #{window_id} #{session_id}",
+    ]);
+    assert_eq!(shown, format!("{} {} {}", ids[0], ids[1], ids[2]));
+}
