@@ -54,6 +54,21 @@ pub enum Command {
     },
     /// Print the effective configuration and where each value came from.
     Config,
+    /// Bring a pane to the front in a client (switching its session if needed).
+    Focus {
+        /// The pane (`%3`).
+        pane: crate::ids::PaneId,
+        /// Prefer this client (its name or tty).
+        #[arg(long)]
+        client: Option<String>,
+    },
+    /// One line for the status bar (`#(thinkterm-sidecar status)`); see `--format`.
+    Status {
+        /// Text with `{error}`, `{attention}`, `{running}`, `{done}`, `{idle}` (window counts) and
+        /// `{summary}`; default `{summary}`.
+        #[arg(long, default_value = "{summary}")]
+        format: String,
+    },
     /// Send a status report (OSC 7501) or THINKTERM_AGENT from a shell or script.
     Report(ReportCmd),
     /// Why a pane (or a saved screen) has its state.
@@ -451,5 +466,45 @@ pub fn report(args: &ReportCmd) -> anyhow::Result<()> {
             anyhow::anyhow!("cannot open /dev/tty: {e} (use --stdout to write elsewhere)")
         })?;
     tty.write_all(&seq)?;
+    Ok(())
+}
+
+/// `focus`.
+pub async fn focus(
+    cli: &Cli,
+    pane: crate::ids::PaneId,
+    client: Option<String>,
+) -> anyhow::Result<()> {
+    let mut c = connect(cli).await?;
+    match c.request(&Request::Focus { pane, client }).await? {
+        Reply::Done { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        Reply::Error { message } => anyhow::bail!(message),
+        other => anyhow::bail!("unexpected reply: {other:?}"),
+    }
+}
+
+/// `status`: prints one line; prints nothing (and succeeds) when no daemon runs, so a status
+/// bar stays clean.
+pub async fn status(cli: &Cli, format: &str) -> anyhow::Result<()> {
+    use crate::ipc::schema::WindowMark;
+    let Ok(mut c) = Client::connect(&cli.daemon_socket()).await else {
+        return Ok(());
+    };
+    let Reply::Snapshot { windows, .. } = c.request(&Request::Agents).await? else {
+        return Ok(());
+    };
+    let count = |m: WindowMark| windows.iter().filter(|w| w.mark == m).count().to_string();
+    let summary = crate::thread::icon::summary(windows.iter().map(|w| w.mark));
+    let out = format
+        .replace("{error}", &count(WindowMark::Error))
+        .replace("{attention}", &count(WindowMark::Attention))
+        .replace("{running}", &count(WindowMark::Running))
+        .replace("{done}", &count(WindowMark::Done))
+        .replace("{idle}", &count(WindowMark::Idle))
+        .replace("{summary}", &summary);
+    println!("{out}");
     Ok(())
 }

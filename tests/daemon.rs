@@ -381,7 +381,10 @@ struct Client(std::process::Child);
 
 impl Client {
     fn attach(tmux: &Tmux, session: &str) -> Client {
-        let cmd = format!("stty cols 120 rows 40; exec tmux -L {} attach -t {session}", tmux.name);
+        let cmd = format!(
+            "stty cols 120 rows 40; exec tmux -L {} attach -t {session}",
+            tmux.name
+        );
         let child = std::process::Command::new("script")
             .args(["-qfc", &cmd, "/dev/null"])
             .stdin(std::process::Stdio::piped())
@@ -390,7 +393,10 @@ impl Client {
             .spawn()
             .expect("script");
         wait_for(10, "client attached", || {
-            tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"]).lines().any(|l| l == "0").then_some(())
+            tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+                .lines()
+                .any(|l| l == "0")
+                .then_some(())
         });
         Client(child)
     }
@@ -404,7 +410,10 @@ impl Drop for Client {
 }
 
 fn window_option(tmux: &Tmux, window: &str, name: &str) -> String {
-    tmux.try_cmd(&["show-options", "-wqv", "-t", window, name]).unwrap_or_default().trim().to_string()
+    tmux.try_cmd(&["show-options", "-wqv", "-t", window, name])
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 #[test]
@@ -419,22 +428,39 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
     let env = Env::new();
     let agent = fake_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
-    let window = tmux.cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"]).trim().to_string();
+    let window = tmux
+        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
+        .trim()
+        .to_string();
     let other = tmux.new_window("proj", None);
     tmux.cmd(&["select-window", "-t", &other]);
     let _client = Client::attach(&tmux, "proj");
     let mut d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    wait_for(10, "claude identified", || env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "claude"));
+    wait_for(10, "claude identified", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
     tmux.type_line(&pane, &idle);
-    wait_for(10, "idle", || env.pane_row(&tmux, &pane).filter(|r| r["state"] == "idle"));
+    wait_for(10, "idle", || {
+        env.pane_row(&tmux, &pane).filter(|r| r["state"] == "idle")
+    });
     let mark = |want: &str| {
-        wait_for(10, &format!("window mark {want}"), || (window_option(&tmux, &window, "@thinkterm_mark") == want).then_some(()))
+        wait_for(10, &format!("window mark {want}"), || {
+            (window_option(&tmux, &window, "@thinkterm_mark") == want).then_some(())
+        })
     };
     tmux.type_line(&pane, &working);
     mark("running");
-    assert!(!window_option(&tmux, &window, "@thinkterm_icon").is_empty(), "running shows an icon");
-    assert_eq!(tmux.cmd(&["show-options", "-pqv", "-t", &pane, "@thinkterm_state"]).trim(), "working");
+    assert!(
+        !window_option(&tmux, &window, "@thinkterm_icon").is_empty(),
+        "running shows an icon"
+    );
+    assert_eq!(
+        tmux.cmd(&["show-options", "-pqv", "-t", &pane, "@thinkterm_state"])
+            .trim(),
+        "working"
+    );
     tmux.type_line(&pane, &blocked);
     mark("attention");
     let (_, out, _) = env.run(&tmux, &["agents", "--attention", "--json"]);
@@ -448,7 +474,11 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
     assert!(summary.contains('✓'), "{summary}");
     // The sidecar restarts: done survives.
     d.stop();
-    wait_for(10, "options cleared on shutdown", || window_option(&tmux, &window, "@thinkterm_mark").is_empty().then_some(()));
+    wait_for(10, "options cleared on shutdown", || {
+        window_option(&tmux, &window, "@thinkterm_mark")
+            .is_empty()
+            .then_some(())
+    });
     let d2 = Daemon::start(&env, &tmux);
     d2.wait_ready(&env, &tmux);
     mark("done");

@@ -18,6 +18,8 @@ use thinkterm_sidecar::ids::{PaneId, WindowId};
 use zbus::object_server::SignalEmitter;
 use zbus::zvariant::OwnedValue;
 
+mod support;
+
 const DEADLINE: Duration = Duration::from_secs(10);
 
 /// A private session bus, killed by pid on drop.
@@ -475,4 +477,134 @@ async fn focus_plan_switches_a_real_attached_client() {
         "#{pane_id} #{window_id} #{session_id}",
     ]);
     assert_eq!(shown, format!("{} {} {}", ids[0], ids[1], ids[2]));
+}
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/agents");
+
+/// The daemon end to end: a blocked agent in the window the person looks at (focus-events off)
+/// produces no notification; once the person is elsewhere, a new block produces one Notify;
+/// clicking it brings the window and pane to the attached client, switching its session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane() {
+    let blocked = Path::new(FIXTURES).join("claude-code/2.1.328/008-blocked.txt");
+    let working = Path::new(FIXTURES).join("claude-code/2.1.328/003-working.txt");
+    if !blocked.exists() {
+        eprintln!("skipped: fixtures not found at {FIXTURES}");
+        return;
+    }
+    let bus = Bus::start();
+    let (server, calls) = serve(&bus).await;
+    let mut tmux = support::Tmux::new();
+    let mut env = support::Env::new();
+    env.effects = true;
+    env.vars
+        .push(("DBUS_SESSION_BUS_ADDRESS".into(), bus.address.clone()));
+    env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
+    let agent = env.path("bin/claude");
+    support::script(
+        &agent,
+        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
+    );
+    let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
+    let window = tmux
+        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
+        .trim()
+        .to_string();
+    tmux.new_session("elsewhere", None);
+    // The person's client shows the agent's window.
+    let attach = format!(
+        "stty cols 120 rows 40; exec tmux -L {} attach -t proj",
+        tmux.name
+    );
+    let mut client = Command::new("script")
+        .args(["-qfc", &attach, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script");
+    let person_window = |t: &support::Tmux| {
+        t.cmd(&[
+            "list-clients",
+            "-F",
+            "#{client_control_mode} #{window_id} #{session_name}",
+        ])
+        .lines()
+        .find(|l| l.starts_with("0 "))
+        .map(|l| l[2..].to_string())
+    };
+    support::wait_for(10, "client attached", || person_window(&tmux));
+    let d = support::Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    support::wait_for(10, "claude", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
+    tmux.type_line(&pane, &blocked.display().to_string());
+    support::wait_for(10, "blocked", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "blocked")
+    });
+    support::wait_for(10, "mark", || {
+        (tmux
+            .cmd(&["show-options", "-wqv", "-t", &window, "@thinkterm_mark"])
+            .trim()
+            == "attention")
+            .then_some(())
+    });
+    // The mark is set after the notification was decided: none for the window being looked at.
+    assert!(
+        calls.lock().unwrap().is_empty(),
+        "no notification for the window being looked at"
+    );
+    // The person switches to another session; the agent starts waiting again.
+    let name = tmux.cmd(&[
+        "list-clients",
+        "-F",
+        "#{client_control_mode} #{client_name}",
+    ]);
+    let name = name
+        .lines()
+        .find(|l| l.starts_with("0 "))
+        .map(|l| l[2..].to_string())
+        .unwrap();
+    tmux.cmd(&["switch-client", "-c", &name, "-t", "elsewhere"]);
+    support::wait_for(10, "client elsewhere", || {
+        person_window(&tmux).filter(|w| w.ends_with("elsewhere"))
+    });
+    tmux.type_line(&pane, &working.display().to_string());
+    support::wait_for(10, "working", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "working")
+    });
+    tmux.type_line(&pane, &blocked.display().to_string());
+    assert!(
+        wait_until(|| calls.lock().unwrap().len() == 1).await,
+        "one notification"
+    );
+    {
+        let c = calls.lock().unwrap();
+        assert!(c[0].summary.contains("waiting for you"), "{}", c[0].summary);
+        assert!(c[0].summary.contains("proj"), "{}", c[0].summary);
+        assert_eq!(
+            hint_str(&c[0], "x-thinkterm-pane").as_deref(),
+            Some(pane.as_str())
+        );
+    }
+    // A click brings the window to the person's client.
+    let iface = server
+        .object_server()
+        .interface::<_, Server>(PATH)
+        .await
+        .expect("iface");
+    Server::action_invoked(iface.signal_emitter(), 1, "default")
+        .await
+        .expect("emit");
+    support::wait_for(10, "client switched to the agent's window", || {
+        person_window(&tmux).filter(|w| w.starts_with(&format!("{window} proj")))
+    });
+    let active = tmux.cmd(&["display-message", "-p", "-t", &window, "#{pane_id}"]);
+    assert_eq!(active.trim(), pane);
+    let _ = client.kill();
+    let _ = client.wait();
 }

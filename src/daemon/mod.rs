@@ -627,7 +627,22 @@ impl Daemon {
             tracing::warn!("{w}");
         }
         let summary = self.load_rules();
+        self.sound = sound_player(&self.config);
         self.probe_all();
+        if !self.config.config.agent_status_detection {
+            // S1.2: only native escape sequences still count.
+            let now = Instant::now();
+            let ids: Vec<PaneId> = self.panes.keys().copied().collect();
+            for id in ids {
+                let Some(p) = self.panes.get_mut(&id) else {
+                    continue;
+                };
+                let mut fx = p.tracker.on_input(now, PaneInput::Report(None));
+                fx.extend(p.tracker.on_input(now, PaneInput::UserVar(None)));
+                fx.extend(p.tracker.on_input(now, PaneInput::Screen(None)));
+                self.on_pane_effects(id, fx);
+            }
+        }
         for p in self.panes.values_mut() {
             if p.agent().is_some() {
                 p.needs_capture = true;

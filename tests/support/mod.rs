@@ -153,6 +153,8 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     /// Extra variables.
     pub vars: Vec<(String, String)>,
+    /// Let the daemon make sounds and notifications (off: `THINKTERM_DISABLE_SOUND=1`).
+    pub effects: bool,
 }
 
 impl Env {
@@ -165,6 +167,7 @@ impl Env {
         Env {
             dir,
             vars: Vec::new(),
+            effects: false,
         }
     }
 
@@ -182,7 +185,10 @@ impl Env {
             .env("XDG_STATE_HOME", self.path("state"))
             .env_remove("TMUX")
             .env_remove("DBUS_SESSION_BUS_ADDRESS")
-            .env("THINKTERM_DISABLE_SOUND", "1");
+            .env_remove("THINKTERM_DISABLE_SOUND");
+        if !self.effects {
+            c.env("THINKTERM_DISABLE_SOUND", "1");
+        }
         for (k, v) in &self.vars {
             c.env(k, v);
         }
