@@ -1,4 +1,5 @@
 //! The daemon end to end on real tmux: live classification, rule overrides and reload.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 
@@ -170,10 +171,8 @@ fn events(env: &Env, tmux: &Tmux) -> std::sync::mpsc::Receiver<serde_json::Value
                     Reply::Snapshot { .. } => {
                         let _ = ready_tx.send(());
                     }
-                    Reply::Event(e) => {
-                        if tx.send(serde_json::to_value(&e).unwrap()).is_err() {
-                            return;
-                        }
+                    Reply::Event(e) if tx.send(serde_json::to_value(&e).unwrap()).is_err() => {
+                        return
                     }
                     _ => {}
                 }

@@ -1,5 +1,6 @@
 //! Effects against real parts: a private `dbus-daemon` with a notification server written here
 //! (zbus), and a recording `paplay` stand-in on PATH for the sounds.
+#![allow(clippy::unwrap_used)]
 #![allow(missing_docs)]
 
 use std::collections::HashMap;

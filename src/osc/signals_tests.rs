@@ -70,7 +70,7 @@ trait AppCheck {
 
 impl AppCheck for Option<crate::osc::records::Effective<'_>> {
     fn is_none_or_app(&self, app: &str) -> bool {
-        self.as_ref().map_or(true, |e| e.app == Some(app))
+        self.as_ref().is_none_or(|e| e.app == Some(app))
     }
 }
 
