@@ -43,7 +43,11 @@ pub fn title(p: &PaneRow) -> &str {
 
 /// `session · window`, led by the state word for idle and unknown (S5.2).
 pub fn location(p: &PaneRow) -> String {
-    let window = if p.window_name.is_empty() { p.window_index.to_string() } else { p.window_name.clone() };
+    let window = if p.window_name.is_empty() {
+        p.window_index.to_string()
+    } else {
+        p.window_name.clone()
+    };
     let place = format!("{} · {}", p.session_name, window);
     match theme::icon(p) {
         Icon::IdleCheck => format!("Idle · {place}"),
@@ -62,19 +66,27 @@ pub fn card_rows(m: &PanelModel, p: &PaneRow, inner: usize, now_ms: u64) -> Vec<
         (Some(AgentState::Blocked), Some(k)) if show.waiting_reason => Some(theme::kind_word(k)),
         _ => None,
     };
-    let desc = p.message.as_deref().filter(|d| show.description && !d.trim().is_empty());
+    let desc = p
+        .message
+        .as_deref()
+        .filter(|d| show.description && !d.trim().is_empty());
     if tag.is_some() || desc.is_some() {
         let mut spans = Vec::new();
         let mut room = inner;
         if let Some(t) = tag {
-            spans.push(Span::styled(format!(" {t} "), Style::new().fg(Color::Black).bg(theme::AMBER)));
+            spans.push(Span::styled(
+                format!(" {t} "),
+                Style::new().fg(Color::Black).bg(theme::AMBER),
+            ));
             spans.push(Span::raw(" "));
             room = room.saturating_sub(width(t) + 3);
         }
         if let Some(d) = desc {
             let d = shorten_paths(d, room);
             match p.state {
-                Some(AgentState::Working) => spans.extend(shimmer(&d, Style::new().fg(theme::GREY), now_ms)),
+                Some(AgentState::Working) => {
+                    spans.extend(shimmer(&d, Style::new().fg(theme::GREY), now_ms))
+                }
                 Some(AgentState::Error) => spans.push(Span::styled(d, Style::new().fg(theme::RED))),
                 _ => spans.push(Span::styled(d, Style::new().fg(Color::Indexed(252)))),
             }
@@ -113,19 +125,36 @@ fn first_row(p: &PaneRow, now_ms: u64) -> CardRow {
     let mut spans = Vec::with_capacity(4);
     match p.agent_mark.as_deref() {
         Some(mark) => {
-            spans.push(Span::styled(mark.to_string(), Style::new().fg(theme::ACCENT)));
+            spans.push(Span::styled(
+                mark.to_string(),
+                Style::new().fg(theme::ACCENT),
+            ));
             spans.push(Span::raw(" "));
         }
         None => {
-            spans.push(Span::styled(theme::GENERIC_MARK, Style::new().fg(theme::GREY)));
+            spans.push(Span::styled(
+                theme::GENERIC_MARK,
+                Style::new().fg(theme::GREY),
+            ));
             spans.push(Span::raw(" "));
-            spans.push(Span::styled(format!("{} · ", agent_name(p)), Style::new().fg(theme::GREY)));
+            spans.push(Span::styled(
+                format!("{} · ", agent_name(p)),
+                Style::new().fg(theme::GREY),
+            ));
         }
     }
-    spans.push(Span::styled(title(p).to_string(), Style::new().fg(Color::Indexed(255)).add_modifier(Modifier::BOLD)));
+    spans.push(Span::styled(
+        title(p).to_string(),
+        Style::new()
+            .fg(Color::Indexed(255))
+            .add_modifier(Modifier::BOLD),
+    ));
     let (glyph, style) = theme::icon_glyph(theme::icon(p), now_ms);
     let right = (!glyph.is_empty()).then(|| Span::styled(glyph, style));
-    CardRow { left: Line::from(spans), right }
+    CardRow {
+        left: Line::from(spans),
+        right,
+    }
 }
 
 /// `████░░░░ 42%`, as wide as fits (at most 24 cells of bar).
@@ -150,8 +179,16 @@ pub fn subtask_count(subs: &[Subtask], open: bool) -> Line<'static> {
         (count(&|s| s.state == AgentState::Idle && s.done), "done"),
         (count(&|s| s.state == AgentState::Idle && !s.done), "idle"),
     ];
-    let detail: Vec<String> = parts.iter().filter(|(n, _)| *n > 0).map(|(n, w)| format!("{n} {w}")).collect();
-    let noun = if subs.len() == 1 { "subtask" } else { "subtasks" };
+    let detail: Vec<String> = parts
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+    let noun = if subs.len() == 1 {
+        "subtask"
+    } else {
+        "subtasks"
+    };
     let arrow = if open { "▾" } else { "▸" };
     Line::styled(
         format!("{arrow} {} {noun}: {}", subs.len(), detail.join(", ")),
@@ -168,7 +205,10 @@ pub fn subtask_row(s: &Subtask) -> Line<'static> {
         Span::styled(s.id.clone(), Style::new().fg(Color::Indexed(252))),
     ];
     if let Some(msg) = s.msg.as_deref().filter(|m| !m.is_empty()) {
-        spans.push(Span::styled(format!(" · {msg}"), Style::new().fg(theme::GREY)));
+        spans.push(Span::styled(
+            format!(" · {msg}"),
+            Style::new().fg(theme::GREY),
+        ));
     }
     Line::from(spans)
 }

@@ -24,7 +24,11 @@ impl Connection {
     pub fn connect(path: &Path) -> io::Result<Self> {
         let stream = UnixStream::connect(path)?;
         let writer = stream.try_clone()?;
-        Ok(Connection { reader: BufReader::new(stream), writer, line: Vec::new() })
+        Ok(Connection {
+            reader: BufReader::new(stream),
+            writer,
+            line: Vec::new(),
+        })
     }
 
     /// A second handle for writing from another thread.
@@ -41,12 +45,17 @@ impl Connection {
     pub fn next_reply(&mut self) -> io::Result<Option<Reply>> {
         loop {
             self.line.clear();
-            let n = (&mut self.reader).take(MAX_LINE).read_until(b'\n', &mut self.line)?;
+            let n = (&mut self.reader)
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut self.line)?;
             if n == 0 {
                 return Ok(None);
             }
             if self.line.last() != Some(&b'\n') && n as u64 == MAX_LINE {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "reply line too long"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "reply line too long",
+                ));
             }
             let text = String::from_utf8_lossy(&self.line);
             let text = text.trim();

@@ -55,12 +55,20 @@ fn field(name: &str, value: String) -> Line<'static> {
 /// Draws the selected agent's detail card.
 pub fn detail(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
     let Some(p) = m.selected_pane() else {
-        put_line(buf, area.x + 1, area.y, area.width.saturating_sub(1), &Line::raw("No agent selected"));
+        put_line(
+            buf,
+            area.x + 1,
+            area.y,
+            area.width.saturating_sub(1),
+            &Line::raw("No agent selected"),
+        );
         return;
     };
     let w = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line<'static>> = Vec::new();
-    let bold = Style::new().fg(Color::Indexed(255)).add_modifier(Modifier::BOLD);
+    let bold = Style::new()
+        .fg(Color::Indexed(255))
+        .add_modifier(Modifier::BOLD);
     lines.extend(wrap(title(p), w).into_iter().map(|l| Line::styled(l, bold)));
     if let Some(d) = p.message.as_deref().filter(|d| !d.trim().is_empty()) {
         let style = match p.state {
@@ -78,7 +86,10 @@ pub fn detail(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
     if let Some(k) = p.kind.filter(|_| p.state == Some(AgentState::Blocked)) {
         lines.push(field("Waits for", theme::kind_word(k).to_string()));
     }
-    lines.push(field("Session", format!("{} · window {}", p.session_name, window_label(p))));
+    lines.push(field(
+        "Session",
+        format!("{} · window {}", p.session_name, window_label(p)),
+    ));
     lines.push(field("Machine", THIS_COMPUTER.to_string()));
     if let Some(wt) = m.worktree(p) {
         lines.push(field("Worktree", format!("{} · {}", wt.folder, wt.head)));
@@ -115,18 +126,38 @@ pub fn notifications(m: &PanelModel, area: Rect, buf: &mut Buffer) {
             WindowMark::Attention => ("⚠", Style::new().fg(theme::AMBER)),
             _ => ("✓", Style::new().fg(theme::GREEN)),
         };
-        let name = if w.window_name.is_empty() { w.window_index.to_string() } else { w.window_name.clone() };
+        let name = if w.window_name.is_empty() {
+            w.window_index.to_string()
+        } else {
+            w.window_name.clone()
+        };
         let mut spans = vec![
             Span::styled(glyph, style),
             Span::raw(" "),
-            Span::styled(format!("{} · {}", w.session_name, name), Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!("{} · {}", w.session_name, name),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
         ];
-        if let Some(msg) = w.message.as_deref().filter(|_| m.options.display.description) {
-            spans.push(Span::styled(format!("  {msg}"), Style::new().fg(theme::GREY)));
+        if let Some(msg) = w
+            .message
+            .as_deref()
+            .filter(|_| m.options.display.description)
+        {
+            spans.push(Span::styled(
+                format!("  {msg}"),
+                Style::new().fg(theme::GREY),
+            ));
         }
         if i == m.notice_cursor {
             buf.set_string(area.x, y, "▌", Style::new().fg(theme::ACCENT));
         }
-        put_line(buf, area.x + 2, y, area.width.saturating_sub(3), &Line::from(spans));
+        put_line(
+            buf,
+            area.x + 2,
+            y,
+            area.width.saturating_sub(3),
+            &Line::from(spans),
+        );
     }
 }

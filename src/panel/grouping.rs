@@ -49,18 +49,28 @@ pub fn emptiness(m: &PanelModel) -> Emptiness {
 
 /// The display name of a pane's agent, for sorting and the generic mark.
 pub fn agent_name(p: &PaneRow) -> &str {
-    p.agent_name.as_deref().or(p.agent.as_deref()).unwrap_or("agent")
+    p.agent_name
+        .as_deref()
+        .or(p.agent.as_deref())
+        .unwrap_or("agent")
 }
 
 /// The fixed order: session, window, agent, pane.
 pub fn fixed_order(a: &PaneRow, b: &PaneRow) -> Ordering {
-    (a.session_name.as_str(), a.window_index, agent_name(a), a.pane_index, a.pane).cmp(&(
-        b.session_name.as_str(),
-        b.window_index,
-        agent_name(b),
-        b.pane_index,
-        b.pane,
-    ))
+    (
+        a.session_name.as_str(),
+        a.window_index,
+        agent_name(a),
+        a.pane_index,
+        a.pane,
+    )
+        .cmp(&(
+            b.session_name.as_str(),
+            b.window_index,
+            agent_name(b),
+            b.pane_index,
+            b.pane,
+        ))
 }
 
 fn shown(m: &PanelModel) -> Vec<&PaneRow> {
@@ -91,11 +101,18 @@ pub fn entries(m: &PanelModel) -> Vec<Entry<'_>> {
         Grouping::None => out.extend(cards.into_iter().map(Entry::Card)),
         Grouping::State => {
             for cat in Category::ALL {
-                let group: Vec<&PaneRow> = cards.iter().copied().filter(|p| category(p) == cat).collect();
+                let group: Vec<&PaneRow> = cards
+                    .iter()
+                    .copied()
+                    .filter(|p| category(p) == cat)
+                    .collect();
                 if group.is_empty() {
                     continue;
                 }
-                out.push(Entry::Heading { text: cat.heading().to_string(), count: Some(group.len()) });
+                out.push(Entry::Heading {
+                    text: cat.heading().to_string(),
+                    count: Some(group.len()),
+                });
                 out.extend(group.into_iter().map(Entry::Card));
             }
         }
@@ -114,8 +131,14 @@ pub fn entries(m: &PanelModel) -> Vec<Entry<'_>> {
             let mut i = 0;
             while i < placed.len() {
                 let session = placed[i].session;
-                let in_session = placed[i..].iter().take_while(|p| p.session == session).count();
-                out.push(Entry::Heading { text: placed[i].session_name.clone(), count: Some(in_session) });
+                let in_session = placed[i..]
+                    .iter()
+                    .take_while(|p| p.session == session)
+                    .count();
+                out.push(Entry::Heading {
+                    text: placed[i].session_name.clone(),
+                    count: Some(in_session),
+                });
                 let mut j = i;
                 while j < i + in_session {
                     let window = placed[j].window;
@@ -128,7 +151,10 @@ pub fn entries(m: &PanelModel) -> Vec<Entry<'_>> {
                 i += in_session;
             }
             if !other.is_empty() {
-                out.push(Entry::Heading { text: "Other".to_string(), count: Some(other.len()) });
+                out.push(Entry::Heading {
+                    text: "Other".to_string(),
+                    count: Some(other.len()),
+                });
                 out.extend(other.into_iter().map(Entry::Card));
             }
         }

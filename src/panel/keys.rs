@@ -21,7 +21,10 @@ pub struct Outcome {
 
 impl Outcome {
     fn quit() -> Self {
-        Outcome { quit: true, ..Default::default() }
+        Outcome {
+            quit: true,
+            ..Default::default()
+        }
     }
 }
 
@@ -49,7 +52,11 @@ pub fn handle_key(m: &mut PanelModel, key: KeyEvent) -> Outcome {
         KeyCode::Enter => return go(m),
         KeyCode::Char('m' | 'v') => m.menu = Some(0),
         KeyCode::Char('n') => {
-            m.screen = if m.screen == Screen::Notifications { Screen::List } else { Screen::Notifications }
+            m.screen = if m.screen == Screen::Notifications {
+                Screen::List
+            } else {
+                Screen::Notifications
+            }
         }
         KeyCode::Char('d' | 'i') => {
             m.screen = match m.screen {
@@ -76,7 +83,10 @@ fn go(m: &mut PanelModel) -> Outcome {
     };
     match pane {
         Some(pane) => Outcome {
-            requests: vec![Request::Focus { pane, client: None }, Request::Seen { pane }],
+            requests: vec![
+                Request::Focus { pane, client: None },
+                Request::Seen { pane },
+            ],
             quit: true,
             ..Default::default()
         },
@@ -86,7 +96,10 @@ fn go(m: &mut PanelModel) -> Outcome {
 
 fn reload(m: &mut PanelModel) -> Outcome {
     match menu::choose(m, menu::MenuItem::Reload) {
-        Chosen::Reload => Outcome { requests: vec![Request::Reload], ..Default::default() },
+        Chosen::Reload => Outcome {
+            requests: vec![Request::Reload],
+            ..Default::default()
+        },
         _ => Outcome::default(),
     }
 }
@@ -97,11 +110,23 @@ fn menu_key(m: &mut PanelModel, code: KeyCode) -> Outcome {
         KeyCode::Esc | KeyCode::Char('m' | 'v' | 'q') => m.menu = None,
         KeyCode::Up | KeyCode::Char('k') => m.menu = Some(cursor.saturating_sub(1)),
         KeyCode::Down | KeyCode::Char('j') => m.menu = Some((cursor + 1).min(ITEMS.len() - 1)),
-        KeyCode::Enter | KeyCode::Char(' ') => match menu::choose(m, ITEMS[cursor.min(ITEMS.len() - 1)]) {
-            Chosen::OptionsChanged => return Outcome { save_options: true, ..Default::default() },
-            Chosen::Reload => return Outcome { requests: vec![Request::Reload], ..Default::default() },
-            Chosen::Refused => {}
-        },
+        KeyCode::Enter | KeyCode::Char(' ') => {
+            match menu::choose(m, ITEMS[cursor.min(ITEMS.len() - 1)]) {
+                Chosen::OptionsChanged => {
+                    return Outcome {
+                        save_options: true,
+                        ..Default::default()
+                    }
+                }
+                Chosen::Reload => {
+                    return Outcome {
+                        requests: vec![Request::Reload],
+                        ..Default::default()
+                    }
+                }
+                Chosen::Refused => {}
+            }
+        }
         KeyCode::Char('r') => return reload(m),
         _ => {}
     }

@@ -29,8 +29,13 @@ pub enum Category {
 
 impl Category {
     /// All categories in display order.
-    pub const ALL: [Category; 5] =
-        [Category::Attention, Category::Running, Category::Done, Category::Idle, Category::Unknown];
+    pub const ALL: [Category; 5] = [
+        Category::Attention,
+        Category::Running,
+        Category::Done,
+        Category::Idle,
+        Category::Unknown,
+    ];
 
     /// The group heading.
     pub fn heading(self) -> &'static str {
@@ -173,7 +178,8 @@ impl PanelModel {
             self.worktrees.refresh(&p.current_path, now_ms);
         }
         let used: HashSet<&str> = self.panes.iter().map(|p| p.current_path.as_str()).collect();
-        self.worktrees.retain(|path| used.contains(path.to_string_lossy().as_ref()));
+        self.worktrees
+            .retain(|path| used.contains(path.to_string_lossy().as_ref()));
         let live: HashSet<PaneId> = self.panes.iter().map(|p| p.pane).collect();
         self.expanded.retain(|p| live.contains(p));
         self.fix_selection();
@@ -228,7 +234,10 @@ impl PanelModel {
     /// The card to raise: the active pane of the window the popup was opened from (S5.6).
     pub fn raised(&self) -> Option<PaneId> {
         let origin = self.pane(self.origin?)?;
-        self.panes.iter().find(|p| p.window == origin.window && p.active).map(|p| p.pane)
+        self.panes
+            .iter()
+            .find(|p| p.window == origin.window && p.active)
+            .map(|p| p.pane)
     }
 
     /// The worktree line for a pane, from the cache (S5.5).
@@ -249,7 +258,14 @@ impl PanelModel {
         };
         let mut rows: Vec<&WindowRow> = self.windows.iter().filter(|w| rank(w.mark) < 3).collect();
         // Within a mark, whoever has waited longest comes first.
-        rows.sort_by_key(|w| (rank(w.mark), w.since_ms, w.session_name.clone(), w.window_index));
+        rows.sort_by_key(|w| {
+            (
+                rank(w.mark),
+                w.since_ms,
+                w.session_name.clone(),
+                w.window_index,
+            )
+        });
         rows
     }
 
@@ -257,7 +273,10 @@ impl PanelModel {
     pub fn notice_pane(&self, w: &WindowRow) -> Option<PaneId> {
         w.pane.or_else(|| {
             let in_window = || self.panes.iter().filter(|p| p.window == w.window);
-            in_window().find(|p| is_agent(p)).or_else(|| in_window().next()).map(|p| p.pane)
+            in_window()
+                .find(|p| is_agent(p))
+                .or_else(|| in_window().next())
+                .map(|p| p.pane)
         })
     }
 
@@ -280,7 +299,10 @@ impl PanelModel {
             return;
         }
         let cards = self.visible_cards();
-        let at = self.selected.and_then(|s| cards.iter().position(|c| *c == s)).unwrap_or(0);
+        let at = self
+            .selected
+            .and_then(|s| cards.iter().position(|c| *c == s))
+            .unwrap_or(0);
         self.selected = cards.get(step(at, delta, cards.len())).copied();
     }
 
@@ -290,7 +312,10 @@ impl PanelModel {
         if self.selected.is_some_and(|s| cards.contains(&s)) {
             return;
         }
-        self.selected = self.raised().filter(|r| cards.contains(r)).or_else(|| cards.first().copied());
+        self.selected = self
+            .raised()
+            .filter(|r| cards.contains(r))
+            .or_else(|| cards.first().copied());
         let n = self.notifications().len();
         self.notice_cursor = self.notice_cursor.min(n.saturating_sub(1));
     }
@@ -308,9 +333,11 @@ impl PanelModel {
     pub fn animating(&self) -> bool {
         let working = |p: &PaneRow| p.state == Some(AgentState::Working);
         match self.screen {
-            Screen::List => {
-                self.visible_cards().iter().filter_map(|id| self.pane(*id)).any(working)
-            }
+            Screen::List => self
+                .visible_cards()
+                .iter()
+                .filter_map(|id| self.pane(*id))
+                .any(working),
             Screen::Detail => self.selected_pane().is_some_and(working),
             Screen::Notifications => false,
         }

@@ -98,7 +98,12 @@ pub struct ShowStates {
 
 impl Default for ShowStates {
     fn default() -> Self {
-        ShowStates { running: true, attention: true, done: true, idle: true }
+        ShowStates {
+            running: true,
+            attention: true,
+            done: true,
+            idle: true,
+        }
     }
 }
 
@@ -124,7 +129,10 @@ impl ShowStates {
 
     /// Flips one checkbox; refuses (returns false) to hide the last one shown.
     pub fn toggle(&mut self, kind: ShowKind) -> bool {
-        let shown = [self.running, self.attention, self.done, self.idle].iter().filter(|b| **b).count();
+        let shown = [self.running, self.attention, self.done, self.idle]
+            .iter()
+            .filter(|b| **b)
+            .count();
         if self.get(kind) && shown <= 1 {
             return false;
         }
@@ -150,7 +158,12 @@ pub struct DisplaySwitches {
 
 impl Default for DisplaySwitches {
     fn default() -> Self {
-        DisplaySwitches { description: true, waiting_reason: true, progress: true, subtasks: true }
+        DisplaySwitches {
+            description: true,
+            waiting_reason: true,
+            progress: true,
+            subtasks: true,
+        }
     }
 }
 
@@ -181,13 +194,15 @@ impl ViewOptions {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ViewOptions::default()),
             Err(e) => return Err(e).with_context(|| format!("{}: cannot read", path.display())),
         };
-        serde_json::from_str(&text).with_context(|| format!("{}: not valid view options", path.display()))
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: not valid view options", path.display()))
     }
 
     /// Saves the options atomically (write beside, then rename), creating the folder.
     pub fn save(&self, path: &Path) -> anyhow::Result<()> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create", dir.display()))?;
         }
         let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).context("encoding view options")?;
@@ -206,7 +221,10 @@ mod tests {
         assert!(s.toggle(ShowKind::Running));
         assert!(s.toggle(ShowKind::Done));
         assert!(s.toggle(ShowKind::Idle));
-        assert!(!s.toggle(ShowKind::Attention), "hiding the last shown kind must be refused");
+        assert!(
+            !s.toggle(ShowKind::Attention),
+            "hiding the last shown kind must be refused"
+        );
         assert!(s.attention);
         assert!(s.toggle(ShowKind::Idle));
         assert!(s.toggle(ShowKind::Attention));
@@ -216,8 +234,15 @@ mod tests {
     fn options_round_trip_through_the_file_and_missing_means_defaults() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("sub/panel.json");
-        assert_eq!(ViewOptions::load(&path).expect("missing is fine"), ViewOptions::default());
-        let mut o = ViewOptions { grouping: Grouping::Session, sort: SortOrder::Recent, ..Default::default() };
+        assert_eq!(
+            ViewOptions::load(&path).expect("missing is fine"),
+            ViewOptions::default()
+        );
+        let mut o = ViewOptions {
+            grouping: Grouping::Session,
+            sort: SortOrder::Recent,
+            ..Default::default()
+        };
         o.display.progress = false;
         o.save(&path).expect("save");
         assert_eq!(ViewOptions::load(&path).expect("load"), o);
@@ -228,7 +253,9 @@ mod tests {
 
     #[test]
     fn partial_files_fill_in_defaults() {
-        let o: ViewOptions = serde_json::from_str(r#"{"grouping":"none","display":{"progress":false}}"#).expect("parse");
+        let o: ViewOptions =
+            serde_json::from_str(r#"{"grouping":"none","display":{"progress":false}}"#)
+                .expect("parse");
         assert_eq!(o.grouping, Grouping::None);
         assert!(!o.display.progress && o.display.description && o.display.subtasks);
         assert!(o.show.idle);

@@ -71,7 +71,10 @@ impl Link {
         let mut guard = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         match guard.as_mut() {
             Some(w) => send_to(w, req),
-            None => Err(std::io::Error::new(std::io::ErrorKind::NotConnected, "not connected to the sidecar")),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "not connected to the sidecar",
+            )),
         }
     }
 }
@@ -79,13 +82,23 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        if let Some(w) = self.writer.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        if let Some(w) = self
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
             let _ = w.shutdown(std::net::Shutdown::Both);
         }
     }
 }
 
-fn link_loop(socket: &std::path::Path, tx: &Sender<Msg>, writer: &Mutex<Option<UnixStream>>, stop: &AtomicBool) {
+fn link_loop(
+    socket: &std::path::Path,
+    tx: &Sender<Msg>,
+    writer: &Mutex<Option<UnixStream>>,
+    stop: &AtomicBool,
+) {
     let mut backoff = FIRST_BACKOFF;
     let mut told_down = false;
     while !stop.load(Ordering::SeqCst) {
@@ -134,11 +147,17 @@ impl App {
     pub fn new(options_path: PathBuf, origin: Option<PaneId>) -> App {
         let (options, problem) = match ViewOptions::load(&options_path) {
             Ok(o) => (o, None),
-            Err(e) => (ViewOptions::default(), Some(format!("{e:#}; using defaults"))),
+            Err(e) => (
+                ViewOptions::default(),
+                Some(format!("{e:#}; using defaults")),
+            ),
         };
         let mut model = PanelModel::new(options, origin);
         model.status = problem;
-        App { model, options_path }
+        App {
+            model,
+            options_path,
+        }
     }
 
     /// Takes one message; returns what the runtime must do.
@@ -175,16 +194,24 @@ impl App {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// The pane the panel was opened from, from `$TMUX_PANE`.
 pub fn origin_from_env() -> Option<PaneId> {
-    std::env::var("TMUX_PANE").ok().and_then(|v| PaneId::parse(v.trim()))
+    std::env::var("TMUX_PANE")
+        .ok()
+        .and_then(|v| PaneId::parse(v.trim()))
 }
 
 /// Runs the panel on the terminal until the person quits or goes to a pane.
-pub fn run(socket: PathBuf, origin_pane: Option<PaneId>, options_path: PathBuf) -> anyhow::Result<()> {
+pub fn run(
+    socket: PathBuf,
+    origin_pane: Option<PaneId>,
+    options_path: PathBuf,
+) -> anyhow::Result<()> {
     let mut app = App::new(options_path, origin_pane);
     let (tx, rx) = mpsc::channel();
     let link = Link::spawn(socket, tx.clone());
@@ -219,7 +246,9 @@ fn event_loop(
     rx: &Receiver<Msg>,
 ) -> anyhow::Result<()> {
     loop {
-        terminal.draw(|f| super::render::draw(f, &app.model, now_ms())).context("drawing")?;
+        terminal
+            .draw(|f| super::render::draw(f, &app.model, now_ms()))
+            .context("drawing")?;
         let first = match app.timer() {
             Some(t) => match rx.recv_timeout(t) {
                 Ok(m) => Some(m),
@@ -232,7 +261,10 @@ fn event_loop(
             },
         };
         // Take everything already queued before drawing again, so a burst costs one frame.
-        for msg in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+        for msg in first
+            .into_iter()
+            .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+        {
             let out = app.handle(msg, now_ms());
             if carry_out(app, link, rx, out) {
                 return Ok(());

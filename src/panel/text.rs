@@ -20,11 +20,17 @@ pub fn shorten_paths(s: &str, max: usize) -> String {
         return s.to_string();
     }
     let mut words: Vec<String> = s.split(' ').map(str::to_string).collect();
-    let mut candidates: Vec<usize> = (0..words.len()).filter(|i| path_core(&words[*i]).is_some()).collect();
+    let mut candidates: Vec<usize> = (0..words.len())
+        .filter(|i| path_core(&words[*i]).is_some())
+        .collect();
     candidates.sort_by_key(|i| std::cmp::Reverse(width(&words[*i])));
     for i in candidates {
         if let Some((pre, core, post)) = path_core(&words[i]) {
-            let last = core.trim_end_matches('/').rsplit('/').next().unwrap_or(core);
+            let last = core
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or(core);
             if !last.is_empty() {
                 words[i] = format!("{pre}{last}{post}");
             }
@@ -40,15 +46,21 @@ pub fn shorten_paths(s: &str, max: usize) -> String {
 /// path with at least one folder: `/a/b`, `~/a`, `./a`, `src/panel/mod.rs`.
 fn path_core(word: &str) -> Option<(&str, &str, &str)> {
     let start = word.find(|c: char| !matches!(c, '(' | '[' | '"' | '\'' | '`'))?;
-    let end = word.rfind(|c: char| !matches!(c, ')' | ']' | '"' | '\'' | '`' | ',' | ';' | ':' | '.'))? + 1;
+    let end = word
+        .rfind(|c: char| !matches!(c, ')' | ']' | '"' | '\'' | '`' | ',' | ';' | ':' | '.'))?
+        + 1;
     if start >= end {
         return None;
     }
     let core = &word[start..end];
     let inner = core.trim_end_matches('/');
     let slashes = inner.matches('/').count();
-    let anchored = inner.starts_with('/') || inner.starts_with("~/") || inner.starts_with("./") || inner.starts_with("../");
-    let is_path = !inner.contains("://") && slashes >= 1 && (anchored || slashes >= 2) && inner.len() > 1;
+    let anchored = inner.starts_with('/')
+        || inner.starts_with("~/")
+        || inner.starts_with("./")
+        || inner.starts_with("../");
+    let is_path =
+        !inner.contains("://") && slashes >= 1 && (anchored || slashes >= 2) && inner.len() > 1;
     is_path.then(|| (&word[..start], core, &word[end..]))
 }
 
@@ -66,7 +78,11 @@ pub fn put_line(buf: &mut Buffer, x: u16, y: u16, max: u16, line: &Line<'_>) {
 /// Dims the last cells of a span of `max` cells starting at x: darker, then darkest.
 pub fn fade(buf: &mut Buffer, x: u16, y: u16, max: u16) {
     let n = FADE_CELLS.min(max);
-    let shades = [Color::Indexed(245), Color::Indexed(241), Color::Indexed(238)];
+    let shades = [
+        Color::Indexed(245),
+        Color::Indexed(241),
+        Color::Indexed(238),
+    ];
     for k in 0..n {
         let cx = x + max - n + k;
         if let Some(cell) = buf.cell_mut((cx, y)) {
@@ -155,9 +171,18 @@ mod tests {
         assert_eq!(shorten_paths(s, 200), s, "fits: unchanged");
         assert_eq!(shorten_paths(s, 45), "Editing panel and ~/notes/todo.md");
         assert_eq!(shorten_paths(s, 30), "Editing panel and todo.md");
-        assert_eq!(shorten_paths("Reading (src/panel/mod.rs), ok", 20), "Reading (mod.rs), ok");
-        assert_eq!(shorten_paths("see https://example.com/a/b/c for more", 10), "see https://example.com/a/b/c for more");
-        assert_eq!(shorten_paths("and/or both are fine here", 5), "and/or both are fine here");
+        assert_eq!(
+            shorten_paths("Reading (src/panel/mod.rs), ok", 20),
+            "Reading (mod.rs), ok"
+        );
+        assert_eq!(
+            shorten_paths("see https://example.com/a/b/c for more", 10),
+            "see https://example.com/a/b/c for more"
+        );
+        assert_eq!(
+            shorten_paths("and/or both are fine here", 5),
+            "and/or both are fine here"
+        );
     }
 
     #[test]
@@ -169,7 +194,11 @@ mod tests {
     #[test]
     fn the_shimmer_moves_with_time_and_keeps_the_text() {
         let a = shimmer("building the project", Style::default(), 0);
-        let b = shimmer("building the project", Style::default(), SHIMMER_STEP_MS * 8);
+        let b = shimmer(
+            "building the project",
+            Style::default(),
+            SHIMMER_STEP_MS * 8,
+        );
         let text = |s: &[Span]| s.iter().map(|x| x.content.to_string()).collect::<String>();
         assert_eq!(text(&a), "building the project");
         assert_eq!(text(&b), "building the project");

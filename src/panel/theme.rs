@@ -63,7 +63,10 @@ pub fn icon(p: &PaneRow) -> Icon {
 /// The glyph and style of an icon at time `now_ms` (the spinner turns with time).
 pub fn icon_glyph(i: Icon, now_ms: u64) -> (&'static str, Style) {
     match i {
-        Icon::Spinner => (SPINNER[(now_ms / SPINNER_STEP_MS) as usize % SPINNER.len()], Style::new().fg(BLUE)),
+        Icon::Spinner => (
+            SPINNER[(now_ms / SPINNER_STEP_MS) as usize % SPINNER.len()],
+            Style::new().fg(BLUE),
+        ),
         Icon::Warning => ("⚠", Style::new().fg(AMBER).add_modifier(Modifier::BOLD)),
         Icon::Cross => ("✗", Style::new().fg(RED).add_modifier(Modifier::BOLD)),
         Icon::Result => ("✓", Style::new().fg(GREEN).add_modifier(Modifier::BOLD)),

@@ -45,8 +45,14 @@ fn linked(root: &Path, dot_git: &Path) -> Option<Worktree> {
     let head = std::fs::read_to_string(gitdir.join("HEAD")).ok()?;
     let head = head.trim();
     let head = match head.strip_prefix("ref:") {
-        Some(r) => r.trim().strip_prefix("refs/heads/").unwrap_or(r.trim()).to_string(),
-        None if head.len() >= 7 && head.bytes().all(|b| b.is_ascii_hexdigit()) => head[..7].to_string(),
+        Some(r) => r
+            .trim()
+            .strip_prefix("refs/heads/")
+            .unwrap_or(r.trim())
+            .to_string(),
+        None if head.len() >= 7 && head.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            head[..7].to_string()
+        }
         None => return None,
     };
     let folder = root.file_name()?.to_string_lossy().into_owned();
@@ -78,7 +84,9 @@ impl WorktreeCache {
 
     /// The cached answer for `path` (never reads the disk).
     pub fn get(&self, path: &str) -> Option<&Worktree> {
-        self.entries.get(Path::new(path)).and_then(|(_, w)| w.as_ref())
+        self.entries
+            .get(Path::new(path))
+            .and_then(|(_, w)| w.as_ref())
     }
 
     /// Forgets folders no pane uses any more.
@@ -94,12 +102,23 @@ mod tests {
 
     fn git(dir: &Path, args: &[&str]) {
         let out = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(dir)
             .output()
             .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]
@@ -111,18 +130,42 @@ mod tests {
         std::fs::write(main.join("src/deep/a.txt"), "a").expect("write");
         git(&main, &["add", "."]);
         git(&main, &["commit", "-q", "-m", "one"]);
-        git(&main, &["worktree", "add", "-q", "-b", "feat/login", "../feature-login"]);
+        git(
+            &main,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "feat/login",
+                "../feature-login",
+            ],
+        );
         git(&main, &["worktree", "add", "-q", "--detach", "../detached"]);
 
-        assert_eq!(lookup(&main.join("src/deep")), None, "main checkout gets no line");
+        assert_eq!(
+            lookup(&main.join("src/deep")),
+            None,
+            "main checkout gets no line"
+        );
         let wt = tmp.path().join("feature-login");
         let found = lookup(&wt.join("src/deep")).expect("linked worktree found from a subfolder");
-        assert_eq!(found, Worktree { folder: "feature-login".into(), head: "feat/login".into() });
+        assert_eq!(
+            found,
+            Worktree {
+                folder: "feature-login".into(),
+                head: "feat/login".into()
+            }
+        );
 
         let det = lookup(&tmp.path().join("detached")).expect("detached worktree");
         assert_eq!(det.folder, "detached");
         assert_eq!(det.head.len(), 7);
-        assert!(det.head.bytes().all(|b| b.is_ascii_hexdigit()), "{}", det.head);
+        assert!(
+            det.head.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{}",
+            det.head
+        );
 
         assert_eq!(lookup(tmp.path()), None, "outside any repository");
 
@@ -133,8 +176,16 @@ mod tests {
         assert_eq!(cache.get(&key).map(|w| w.head.as_str()), Some("feat/login"));
         git(&wt, &["checkout", "-q", "-b", "other"]);
         cache.refresh(&key, 1);
-        assert_eq!(cache.get(&key).map(|w| w.head.as_str()), Some("feat/login"), "cached");
+        assert_eq!(
+            cache.get(&key).map(|w| w.head.as_str()),
+            Some("feat/login"),
+            "cached"
+        );
         cache.refresh(&key, CACHE_TTL_MS + 1);
-        assert_eq!(cache.get(&key).map(|w| w.head.as_str()), Some("other"), "refreshed when stale");
+        assert_eq!(
+            cache.get(&key).map(|w| w.head.as_str()),
+            Some("other"),
+            "refreshed when stale"
+        );
     }
 }
