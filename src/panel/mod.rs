@@ -28,3 +28,6 @@ pub use keys::{handle_key, Outcome};
 pub use model::PanelModel;
 pub use options::{default_options_path, ViewOptions};
 pub use runtime::{origin_from_env, run, App, Link, Msg};
+
+#[cfg(test)]
+mod render_tests;
