@@ -69,6 +69,15 @@ pub enum Command {
         #[arg(long, default_value = "{summary}")]
         format: String,
     },
+    /// The agents panel (a TUI; made for `tmux display-popup -E`).
+    Panel {
+        /// The pane the panel was opened from (default `$TMUX_PANE`): its card is raised.
+        #[arg(long)]
+        origin: Option<crate::ids::PaneId>,
+        /// Where view options are saved (default `$XDG_STATE_HOME/thinkterm/panel.json`).
+        #[arg(long)]
+        options: Option<PathBuf>,
+    },
     /// Send a status report (OSC 7501) or THINKTERM_AGENT from a shell or script.
     Report(ReportCmd),
     /// Why a pane (or a saved screen) has its state.

@@ -24,6 +24,19 @@ fn main() {
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+    if let Command::Panel { origin, options } = &cli.command {
+        // The panel runs its own threads (no runtime).
+        let socket = cli.daemon_socket();
+        let origin = origin.or_else(thinkterm_sidecar::panel::origin_from_env);
+        let options = options
+            .clone()
+            .unwrap_or_else(thinkterm_sidecar::panel::default_options_path);
+        if let Err(e) = thinkterm_sidecar::panel::run(socket, origin, options) {
+            eprintln!("thinkterm-sidecar: {e:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -65,6 +78,7 @@ fn main() {
             Command::Report(args) => cli::report(args),
             Command::Focus { pane, client } => cli::focus(&cli, *pane, client.clone()).await,
             Command::Status { format } => cli::status(&cli, format).await,
+            Command::Panel { .. } => Ok(()),
         }
     });
     if let Err(e) = result {

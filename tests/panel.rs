@@ -1,8 +1,10 @@
 //! The panel against a tiny fake daemon on a real unix socket: it subscribes, its model takes a
 //! snapshot and an event, and Enter sends Focus then Seen for the selected pane.
+#![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -82,4 +84,112 @@ fn the_panel_takes_a_snapshot_and_an_event_and_enter_sends_focus() {
         .recv_timeout(Duration::from_secs(5))
         .expect("seen line");
     assert_eq!(seen, r#"{"request":"seen","pane":"%7"}"#);
+}
+
+mod support;
+
+/// The panel end to end on real tmux: agents in three sessions (two reporting through `report`,
+/// one drawing real Claude frames), the panel in a pane of a fourth; its screen shows the cards
+/// and counts, follows a state change without a keypress, and Enter moves the attached client to
+/// the chosen pane.
+#[test]
+fn the_panel_shows_live_agents_and_enter_moves_the_client() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/agents/claude-code/2.1.328");
+    if !fixtures.exists() {
+        eprintln!("skipped: fixtures not found");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_thinkterm-sidecar");
+    let mut tmux = support::Tmux::new();
+    let env = support::Env::new();
+    let claude = env.path("bin/claude");
+    support::script(
+        &claude,
+        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
+    );
+    let reporter = env.path("bin/reporter.sh");
+    support::script(
+        &reporter,
+        &format!("#!/bin/bash\nread app\n{bin} report --app \"$app\" --state working --msg \"building $app\"\nread\n{bin} report --app \"$app\" --state blocked --kind question --msg 'Which one?'\nread\n"),
+    );
+    let c_pane = tmux.new_session("alpha", Some(&claude.display().to_string()));
+    let r1 = tmux.new_session("beta", Some(&reporter.display().to_string()));
+    let r2 = tmux.new_session("gamma", Some(&reporter.display().to_string()));
+    let panel_pane = tmux.new_session("panel", None);
+    let attach = format!(
+        "stty cols 120 rows 40; exec tmux -L {} attach -t panel",
+        tmux.name
+    );
+    let mut client = Command::new("script")
+        .args(["-qfc", &attach, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("script");
+    let d = support::Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    support::wait_for(10, "panes listed", || env.pane_row(&tmux, &r2));
+    tmux.type_line(&r1, "tool-one");
+    tmux.type_line(&r2, "tool-two");
+    tmux.type_line(
+        &c_pane,
+        &fixtures.join("003-working.txt").display().to_string(),
+    );
+    support::wait_for(10, "three agents", || {
+        let v = env.agents(&tmux)?;
+        (v["panes"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["state"] == "working")
+            .count()
+            == 3)
+            .then_some(())
+    });
+    // The panel, started like the popup binding does, with the daemon's environment.
+    let mut cmd = format!(
+        "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} {bin} -L {} panel",
+        env.path("run").display(),
+        env.path("state").display(),
+        tmux.name
+    );
+    cmd.push_str("; sleep 300");
+    tmux.type_line(&panel_pane, &cmd);
+    let screen = |t: &support::Tmux| t.cmd(&["capture-pane", "-p", "-t", &panel_pane]);
+    let s = support::wait_for(10, "panel shows three running agents", || {
+        let s = screen(&tmux);
+        (s.contains("Running  3")
+            && s.contains("tool-one")
+            && s.contains("tool-two")
+            && s.contains('✳'))
+        .then_some(s)
+    });
+    assert!(
+        s.contains("alpha") && s.contains("beta") && s.contains("gamma"),
+        "{s}"
+    );
+    // A state change shows without a keypress.
+    tmux.cmd(&["send-keys", "-t", &r2, "Enter"]);
+    let s = support::wait_for(10, "gamma needs attention", || {
+        let s = screen(&tmux);
+        (s.contains("Needs attention  1") && s.contains("Which one?")).then_some(s)
+    });
+    // Needs attention comes first; the selection stayed on the card it was on (alpha's), so
+    // one step up reaches gamma's; Enter goes there.
+    assert!(s.find("Which one?") < s.find("building tool-one"), "{s}");
+    tmux.cmd(&["send-keys", "-t", &panel_pane, "Up"]);
+    tmux.cmd(&["send-keys", "-t", &panel_pane, "Enter"]);
+    support::wait_for(10, "client moved to gamma", || {
+        let out = tmux.cmd(&[
+            "list-clients",
+            "-F",
+            "#{client_control_mode} #{session_name} #{pane_id}",
+        ]);
+        out.lines()
+            .any(|l| l == format!("0 gamma {r2}"))
+            .then_some(())
+    });
+    let _ = client.kill();
+    let _ = client.wait();
 }

@@ -17,7 +17,9 @@ pub struct IpcMessage {
     pub reply: mpsc::Sender<Reply>,
 }
 
-/// Serves the socket until the listener fails.
+/// Serves the socket until the listener fails. Each connection may send any number of
+/// requests, also after `Subscribe` (the panel subscribes and then asks for Focus on the same
+/// connection): one writer task per connection interleaves every request's replies.
 pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -27,6 +29,14 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
         let core = core.clone();
         tokio::spawn(async move {
             let (r, mut w) = stream.into_split();
+            let (out_tx, mut out_rx) = mpsc::channel::<Reply>(1024);
+            tokio::spawn(async move {
+                while let Some(reply) = out_rx.recv().await {
+                    if write_reply(&mut w, &reply).await.is_err() {
+                        return;
+                    }
+                }
+            });
             let mut lines = BufReader::new(r).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 if line.trim().is_empty() {
@@ -35,13 +45,11 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                 let request: Request = match serde_json::from_str(&line) {
                     Ok(r) => r,
                     Err(e) => {
-                        let _ = write_reply(
-                            &mut w,
-                            &Reply::Error {
+                        let _ = out_tx
+                            .send(Reply::Error {
                                 message: format!("bad request: {e}"),
-                            },
-                        )
-                        .await;
+                            })
+                            .await;
                         continue;
                     }
                 };
@@ -50,20 +58,14 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                 if core.send(IpcMessage { request, reply: tx }).await.is_err() {
                     return;
                 }
-                if streaming {
-                    // Until either side goes away.
+                let out = out_tx.clone();
+                tokio::spawn(async move {
                     while let Some(reply) = rx.recv().await {
-                        if write_reply(&mut w, &reply).await.is_err() {
+                        if out.send(reply).await.is_err() || !streaming {
                             return;
                         }
                     }
-                    return;
-                }
-                if let Some(reply) = rx.recv().await {
-                    if write_reply(&mut w, &reply).await.is_err() {
-                        return;
-                    }
-                }
+                });
             }
         });
     }

@@ -33,7 +33,7 @@ pub fn build(
                 window_index: p.window_index,
                 window_name: p.window_name.clone(),
                 pane_index: p.index,
-                title: p.title.clone(),
+                title: shown_title(entry.and_then(|e| e.osc_title.as_deref()), &p.title),
                 active: p.active,
                 window_active: p.window_active,
                 current_path: p.current_path.clone(),
@@ -77,5 +77,26 @@ pub fn build(
         schema: SCHEMA_VERSION,
         panes: rows,
         windows,
+    }
+}
+
+/// The title to show: what the program sent, else tmux's unless it is only tmux's default (the
+/// host name), which says nothing about the pane.
+fn shown_title(sent: Option<&str>, tmux_title: &str) -> String {
+    if let Some(t) = sent {
+        return t.to_string();
+    }
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let host = HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    });
+    let short = host.split('.').next().unwrap_or(host);
+    if tmux_title == host || tmux_title == short {
+        String::new()
+    } else {
+        tmux_title.to_string()
     }
 }
