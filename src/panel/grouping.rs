@@ -77,7 +77,7 @@ fn shown(m: &PanelModel) -> Vec<&PaneRow> {
     let show = m.options.show;
     let mut cards: Vec<&PaneRow> = m
         .agents()
-        .filter(|p| category(p).show_kind().map_or(true, |k| show.get(k)))
+        .filter(|p| category(p).show_kind().is_none_or(|k| show.get(k)))
         .collect();
     match m.options.sort {
         SortOrder::Fixed => cards.sort_by(|a, b| fixed_order(a, b)),
