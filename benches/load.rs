@@ -40,7 +40,11 @@ const POLL_EVERY: Duration = Duration::from_millis(500);
 
 enum Owned {
     Pid(u32),
-    Server { name: String, pid: u32 },
+    Server {
+        name: String,
+        pid: u32,
+        socket: PathBuf,
+    },
 }
 
 static OWNED: Mutex<Vec<Owned>> = Mutex::new(Vec::new());
@@ -66,9 +70,10 @@ fn cleanup() {
     for o in owned.iter().rev() {
         match o {
             Owned::Pid(pid) => kill_pid(*pid, "-KILL"),
-            Owned::Server { name, pid } => {
+            Owned::Server { name, pid, socket } => {
                 let _ = tmux_cmd(name, &["kill-server"]);
                 kill_pid(*pid, "-KILL");
+                let _ = std::fs::remove_file(socket);
             }
         }
     }
@@ -478,9 +483,11 @@ fn build_load(dir: &Path) -> Load {
                 .trim()
                 .parse()
                 .expect("server pid");
+            let socket = tmux(&server, &["display-message", "-p", "#{socket_path}"]);
             own(Owned::Server {
                 name: server.clone(),
                 pid: server_pid,
+                socket: PathBuf::from(socket.trim()),
             });
         }
         agents.push((pane.trim().to_string(), log));
