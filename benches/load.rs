@@ -195,15 +195,20 @@ impl CpuMeter {
         }
     }
 
-    /// CPU seconds since `start`.
-    fn seconds(&self, tck: f64) -> f64 {
+    /// CPU seconds since `start`: the whole tree, and the root process alone.
+    fn seconds(&self, tck: f64) -> (f64, f64) {
         let (now, reaped) = tree_ticks(self.root);
         let mut t: u64 = 0;
         for (pid, v) in &now {
             t += v.saturating_sub(self.start.0.get(pid).copied().unwrap_or(0));
         }
         t += reaped.saturating_sub(self.start.1);
-        t as f64 / tck
+        let own = now
+            .get(&self.root)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(self.start.0.get(&self.root).copied().unwrap_or(0));
+        (t as f64 / tck, own as f64 / tck)
     }
 }
 
@@ -607,6 +612,8 @@ fn pct(v: &[u64], p: f64) -> Option<u64> {
 struct RunResult {
     name: String,
     cpu_s: f64,
+    /// The measured process alone (without its children).
+    own_cpu_s: f64,
     rss_kb: u64,
     extra_rss: String,
     tmux_cpu_s: f64,
@@ -732,8 +739,8 @@ fn run_sidecar(load: &Load, tag: &str, dur: Duration, scored: bool, tck: f64) ->
     std::thread::sleep(dur);
     let wall_s = started.elapsed().as_secs_f64();
     let t1 = unix_ms();
-    let cpu_s = cpu.seconds(tck);
-    let tmux_cpu_s = tmux_cpu.seconds(tck);
+    let (cpu_s, own_cpu_s) = cpu.seconds(tck);
+    let (tmux_cpu_s, _) = tmux_cpu.seconds(tck);
     let rss_kb = vm_kb(daemon.id(), "VmHWM:").unwrap_or(0);
     let kids = children(daemon.id());
     let kids_rss: u64 = kids.iter().filter_map(|p| vm_kb(*p, "VmHWM:")).sum();
@@ -756,6 +763,7 @@ fn run_sidecar(load: &Load, tag: &str, dur: Duration, scored: bool, tck: f64) ->
     RunResult {
         name: format!("sidecar ({tag})"),
         cpu_s,
+        own_cpu_s,
         rss_kb,
         extra_rss,
         tmux_cpu_s,
@@ -790,8 +798,8 @@ fn run_poller(load: &Load, dur: Duration, tck: f64) -> RunResult {
     std::thread::sleep(dur);
     let wall_s = started.elapsed().as_secs_f64();
     let t1 = unix_ms();
-    let cpu_s = cpu.seconds(tck);
-    let tmux_cpu_s = tmux_cpu.seconds(tck);
+    let (cpu_s, own_cpu_s) = cpu.seconds(tck);
+    let (tmux_cpu_s, _) = tmux_cpu.seconds(tck);
     let rss_kb = vm_kb(poller.id(), "VmHWM:").unwrap_or(0);
     stop(&mut poller);
     let det: Vec<(u64, String, String)> = std::fs::read_to_string(&log)
@@ -810,6 +818,7 @@ fn run_poller(load: &Load, dur: Duration, tck: f64) -> RunResult {
     RunResult {
         name: "baseline poller (b)".into(),
         cpu_s,
+        own_cpu_s,
         rss_kb,
         extra_rss: "(capture-pane children not included)".into(),
         tmux_cpu_s,
@@ -837,10 +846,11 @@ fn print_row(r: &RunResult) {
         None => ("-".into(), "-".into(), "-".into(), "-".into()),
     };
     println!(
-        "| {} | {:.2} s ({:.1} % of a core) | {:.1} MB {} | {p50} | {p95} | {max} | {missed} | {:.2} s |",
+        "| {} | {:.2} s ({:.1} % of a core; itself {:.2} s) | {:.1} MB {} | {p50} | {p95} | {max} | {missed} | {:.2} s |",
         r.name,
         r.cpu_s,
         100.0 * r.cpu_s / r.wall_s,
+        r.own_cpu_s,
         r.rss_kb as f64 / 1024.0,
         r.extra_rss,
         r.tmux_cpu_s
