@@ -141,3 +141,98 @@ contains = ["(ctrl-c to stop)"]
     assert_eq!(code, 1);
     assert!(out.contains("broken.toml:5"), "{out}");
 }
+
+/// Subscribes to the daemon's socket (as `events --json` does) in a thread; returns once the
+/// subscription is live (its first snapshot arrived), with a receiver of the events as JSON.
+fn events(env: &Env, tmux: &Tmux) -> std::sync::mpsc::Receiver<serde_json::Value> {
+    use thinkterm_sidecar::ipc::schema::{Reply, Request};
+    let sock = std::fs::read_dir(env.path("run/thinkterm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .expect("daemon socket");
+    let _ = tmux;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let mut c = thinkterm_sidecar::ipc::Client::connect(&sock)
+                .await
+                .expect("connect");
+            c.send(&Request::Subscribe).await.expect("subscribe");
+            while let Ok(Some(reply)) = c.next().await {
+                match reply {
+                    Reply::Snapshot { .. } => {
+                        let _ = ready_tx.send(());
+                    }
+                    Reply::Event(e) => {
+                        if tx.send(serde_json::to_value(&e).unwrap()).is_err() {
+                            return;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+    });
+    ready_rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("subscription live");
+    rx
+}
+
+#[test]
+fn events_show_each_transition_once_in_order_with_its_source() {
+    let Some(idle) = fixture("claude-code/2.1.328/001-idle.txt") else {
+        eprintln!("skipped: fixtures not found at {FIXTURES}");
+        return;
+    };
+    let working = fixture("claude-code/2.1.328/003-working.txt").unwrap();
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt").unwrap();
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let agent = fake_agent(&env, "claude");
+    let pane = tmux.new_session("ev", Some(&agent.display().to_string()));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    tmux.type_line(&pane, &idle);
+    wait_for(10, "idle", || {
+        env.pane_row(&tmux, &pane).filter(|r| r["state"] == "idle")
+    });
+    let rx = events(&env, &tmux);
+    // Frames one by one, each after the previous state was published, so the debounce never
+    // merges them.
+    let mut seen = Vec::new();
+    let mut old = "idle";
+    for (frame, want) in [
+        (&working, "working"),
+        (&blocked, "blocked"),
+        (&working, "working"),
+        (&idle, "idle"),
+    ] {
+        tmux.type_line(&pane, frame);
+        let ev = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no event for {want}; got {seen:?}"));
+        assert_eq!(ev["pane"], pane.as_str());
+        assert_eq!(ev["new"], want, "{ev}");
+        assert_eq!(ev["agent"], "claude");
+        assert_eq!(ev["old"], old, "{ev}");
+        assert!(
+            ev["source"] == "screen_rule" || ev["source"] == "screen_fallback",
+            "{ev}"
+        );
+        old = want;
+        seen.push(ev["new"].as_str().unwrap().to_string());
+    }
+    assert_eq!(seen, ["working", "blocked", "working", "idle"]);
+    // Nothing more: each transition once.
+    assert!(rx
+        .recv_timeout(std::time::Duration::from_millis(800))
+        .is_err());
+}

@@ -19,12 +19,14 @@ use tokio::time::sleep_until;
 use crate::config::{self, Loaded};
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, Request};
+use crate::ipc::schema::{StateEvent, WindowMark};
+use crate::pane::{PaneEffect, PaneInput};
 use crate::process::identify::IdentityTable;
 use crate::rules::{Catalog, Snapshot};
 use crate::tmux::observer::{Observed, Observer};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 pub use ipc_server::IpcMessage;
-use panes::PaneEntry;
+use panes::{Clock, PaneEntry};
 
 /// How the daemon was asked to run.
 #[derive(Clone, Debug)]
@@ -72,8 +74,10 @@ struct Daemon {
     observer: Option<Observer>,
     panes: HashMap<PaneId, PaneEntry>,
     subscribers: Vec<mpsc::Sender<Reply>>,
+    clock: Clock,
     relist_at: Option<Instant>,
     capture_at: Option<Instant>,
+    changed: bool,
     probe_at: Option<Instant>,
     reconnect_at: Option<Instant>,
     backoff: Duration,
@@ -111,8 +115,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         observer: None,
         panes: HashMap::new(),
         subscribers: Vec::new(),
+        clock: Clock::new(),
         relist_at: None,
         capture_at: None,
+        changed: false,
         probe_at: None,
         reconnect_at: Some(Instant::now()),
         backoff: Duration::from_millis(100),
@@ -175,9 +181,20 @@ fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 
 impl Daemon {
     fn next_deadline(&self) -> Option<Instant> {
-        [self.relist_at, self.probe_at, self.reconnect_at]
-            .into_iter()
-            .fold(None, min_opt)
+        let trackers = self
+            .panes
+            .values()
+            .filter_map(|p| p.tracker.next_deadline())
+            .min();
+        [
+            self.relist_at,
+            self.capture_at,
+            self.probe_at,
+            self.reconnect_at,
+            trackers,
+        ]
+        .into_iter()
+        .fold(None, min_opt)
     }
 
     async fn on_deadline(&mut self) {
@@ -193,6 +210,18 @@ impl Daemon {
         if self.capture_at.is_some_and(|t| t <= now) {
             self.capture_at = None;
             self.capture_dirty().await;
+        }
+        let due: Vec<PaneId> = self
+            .panes
+            .iter()
+            .filter(|(_, p)| p.tracker.next_deadline().is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in due {
+            if let Some(p) = self.panes.get_mut(&id) {
+                let fx = p.tracker.on_input(now, PaneInput::Tick);
+                self.on_pane_effects(id, fx);
+            }
         }
         if self.probe_at.is_some_and(|t| t <= now) {
             if self.rules_changed() {
@@ -305,20 +334,24 @@ impl Daemon {
             .map(|p| (p.id, p.pid))
             .collect();
         for (id, pid) in new {
-            self.panes.insert(id, PaneEntry::new(pid));
+            self.panes.insert(id, PaneEntry::new(pid, Instant::now()));
             self.probe(id);
         }
     }
 
     fn probe(&mut self, pane: PaneId) {
         let detection = self.config.config.agent_status_detection;
-        if let Some(p) = self.panes.get_mut(&pane) {
-            if p.probe(&self.identities, detection) && p.agent().is_some() {
-                // A newly identified agent: look at its screen now.
-                p.needs_capture = true;
-                self.schedule_capture();
-            }
+        let Some(p) = self.panes.get_mut(&pane) else {
+            return;
+        };
+        let before = p.agent().map(str::to_string);
+        let fx = p.probe(Instant::now(), &self.identities, detection);
+        if p.agent().is_some() && p.agent() != before.as_deref() {
+            // A newly identified agent: look at its screen now.
+            p.needs_capture = true;
+            self.schedule_capture();
         }
+        self.on_pane_effects(pane, fx);
     }
 
     fn schedule_capture(&mut self) {
@@ -347,21 +380,84 @@ impl Daemon {
         }
         todo.sort();
         todo.dedup();
+        let mut screens = Vec::with_capacity(todo.len());
         for id in todo {
-            let screen = match obs.capture(id).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::debug!(pane = %id, error = %e, "capture failed");
-                    continue;
-                }
-            };
+            match obs.capture(id).await {
+                Ok(s) => screens.push((id, s)),
+                Err(e) => tracing::debug!(pane = %id, error = %e, "capture failed"),
+            }
+        }
+        let now = Instant::now();
+        for (id, screen) in screens {
             let Some(p) = self.panes.get_mut(&id) else {
                 continue;
             };
             p.needs_capture = false;
-            p.classify(&self.catalog, screen);
+            let fx = p.classify(now, &self.catalog, screen);
+            self.on_pane_effects(id, fx);
         }
-        self.broadcast_snapshot();
+        self.flush_changes();
+    }
+
+    /// Acts on what a pane's state machine returned.
+    fn on_pane_effects(&mut self, pane: PaneId, fx: Vec<PaneEffect>) {
+        for effect in fx {
+            match effect {
+                PaneEffect::Changed(change) => {
+                    self.changed = true;
+                    if change.is_transition() {
+                        self.emit_event(pane, &change);
+                    }
+                }
+                PaneEffect::ProgramExited { pid } => {
+                    tracing::debug!(pane = %pane, pid, "program left the pane");
+                }
+            }
+        }
+    }
+
+    fn emit_event(&mut self, pane: PaneId, change: &crate::pane::PaneChange) {
+        let Some(info) = self
+            .observer
+            .as_ref()
+            .and_then(|o| o.inventory().panes.get(&pane))
+        else {
+            return;
+        };
+        let new = &change.new;
+        let ev = StateEvent {
+            time_ms: self.clock.ms(new.since),
+            pane,
+            window: info.window,
+            session: info.session,
+            session_name: info.session_name.clone(),
+            window_name: info.window_name.clone(),
+            agent: new.agent.clone().or(change.old.agent.clone()),
+            old: change.old.state,
+            new: new.state,
+            source: new.source,
+            rule: new.rule.clone(),
+            message: new.msg.clone(),
+            kind: new.kind,
+            progress: new.progress,
+            window_mark: self.window_mark(info.window),
+        };
+        tracing::debug!(pane = %pane, old = ?ev.old, new = ?ev.new, source = ?ev.source, "state change");
+        let reply = Reply::Event(ev);
+        self.subscribers
+            .retain(|s| s.try_send(reply.clone()).is_ok() || !s.is_closed());
+    }
+
+    /// After a round of inputs: if any pane changed, subscribers get a fresh snapshot (events
+    /// went out already, one per transition).
+    fn flush_changes(&mut self) {
+        if std::mem::take(&mut self.changed) {
+            self.broadcast_snapshot();
+        }
+    }
+
+    fn window_mark(&self, _window: crate::ids::WindowId) -> WindowMark {
+        WindowMark::Idle
     }
 
     /// Loads the bundled rules and the overrides; returns the one-line summary.
@@ -409,6 +505,9 @@ impl Daemon {
 
     fn snapshot(&self) -> Reply {
         snapshot::build(
+            &self.clock,
+            &|w| self.window_mark(w),
+            Vec::new(),
             self.observer.as_ref().map(|o| o.inventory()),
             &self.panes,
             &self.catalog,

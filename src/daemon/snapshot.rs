@@ -2,15 +2,19 @@
 
 use std::collections::HashMap;
 
-use super::panes::PaneEntry;
-use crate::ids::PaneId;
-use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, SCHEMA_VERSION};
+use super::panes::{Clock, PaneEntry};
+use crate::ids::{PaneId, WindowId};
+use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, WindowRow, SCHEMA_VERSION};
 use crate::process::identify::Identity;
 use crate::rules::Catalog;
 use crate::tmux::inventory::Inventory;
 
 /// The snapshot of everything now.
 pub fn build(
+    clock: &Clock,
+    mark: &dyn Fn(WindowId) -> WindowMark,
+    windows: Vec<WindowRow>,
+
     inv: Option<&Inventory>,
     panes: &HashMap<PaneId, PaneEntry>,
     catalog: &Catalog,
@@ -19,7 +23,8 @@ pub fn build(
     if let Some(inv) = inv {
         for p in inv.panes.values() {
             let entry = panes.get(&p.id);
-            let agent = entry.and_then(|e| e.agent()).map(str::to_string);
+            let st = entry.map(|e| e.tracker.status());
+            let agent = st.and_then(|s| s.agent.clone());
             rows.push(PaneRow {
                 pane: p.id,
                 window: p.window,
@@ -51,23 +56,17 @@ pub fn build(
                     .and_then(|a| catalog.agent(a))
                     .and_then(|i| i.mark.clone()),
                 agent,
-                state: entry.and_then(|e| e.screen_state()),
-                unseen_result: false,
-                source: match entry.and_then(|e| e.verdict.as_ref()) {
-                    Some(v) if v.fallback => StateSource::ScreenFallback,
-                    Some(_) => StateSource::ScreenRule,
-                    None => StateSource::None,
-                },
-                rule: entry
-                    .and_then(|e| e.verdict.as_ref())
-                    .and_then(|v| v.rule.clone()),
-                message: None,
-                report_title: None,
-                kind: None,
-                progress: None,
-                subtasks: Vec::new(),
-                since_ms: entry.map(|e| e.since_ms).unwrap_or(0),
-                window_mark: WindowMark::Idle,
+                state: st.and_then(|s| s.state),
+                unseen_result: st.is_some_and(|s| s.unseen_result),
+                source: st.map(|s| s.source).unwrap_or(StateSource::None),
+                rule: st.and_then(|s| s.rule.clone()),
+                message: st.and_then(|s| s.msg.clone()),
+                report_title: st.and_then(|s| s.title.clone()),
+                kind: st.and_then(|s| s.kind),
+                progress: st.and_then(|s| s.progress),
+                subtasks: st.map(|s| s.subtasks.clone()).unwrap_or_default(),
+                since_ms: st.map(|s| clock.ms(s.since)).unwrap_or(0),
+                window_mark: mark(p.window),
             });
         }
     }
@@ -77,6 +76,6 @@ pub fn build(
     Reply::Snapshot {
         schema: SCHEMA_VERSION,
         panes: rows,
-        windows: Vec::new(),
+        windows,
     }
 }
