@@ -30,6 +30,9 @@ const SESSIONS: usize = 5;
 const LOOP_TAIL_S: f64 = 1.5;
 /// Pace of the chunks written between two frames of the same state.
 const CHUNK_S: f64 = 0.05;
+/// A labelled state stays on screen at least this long before the next bytes go out (longer
+/// than the spec's 450 ms debounce; see `schedule`).
+const DWELL_S: f64 = 1.0;
 /// Transitions written in the last `GRACE` of a run are not scored (nothing could see them yet).
 const GRACE: Duration = Duration::from_secs(3);
 const POLL_EVERY: Duration = Duration::from_millis(500);
@@ -303,9 +306,14 @@ struct Step {
 /// Between two frames of the same state the bytes go out in `CHUNK_S` chunks at the recorded
 /// pace (spinners, redraws); the bytes between two frames of different states go out in one
 /// write at the later frame's time, so the instant the screen changes state is known exactly.
+/// After such a write the next bytes wait `DWELL_S`: the recording only fixes the pace at its
+/// frames, and between two frames of one state it can pass through others (after frame 010 the
+/// next prompt's working and blocked screens come before frame 011's idle), which would
+/// otherwise leave the labelled state on screen for less than the debounce.
 fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
     let mut steps = Vec::new();
     let (mut t0, mut o0, mut prev): (f64, usize, Option<&str>) = (0.0, 0, None);
+    let mut prev_labelled = false;
     for (i, f) in frames.iter().enumerate() {
         let changes = prev.is_some_and(|p| p != f.state);
         if changes || f.offset == o0 {
@@ -317,6 +325,9 @@ fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
                 label: changes.then(|| (f.state.clone(), f.label.clone())),
             });
         } else {
+            if prev_labelled {
+                t0 = (t0 + DWELL_S).min(f.t);
+            }
             let n = (((f.t - t0) / CHUNK_S).floor() as usize).clamp(1, f.offset - o0);
             for j in 0..n {
                 let a = o0 + (f.offset - o0) * j / n;
@@ -330,6 +341,7 @@ fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
                 });
             }
         }
+        prev_labelled = changes;
         t0 = f.t;
         o0 = f.offset;
         prev = Some(&f.state);
@@ -570,6 +582,10 @@ fn transitions(load: &Load, from: u64, to: u64) -> BTreeMap<String, Vec<(u64, St
 #[derive(Default)]
 struct Score {
     latencies_ms: Vec<u64>,
+    /// (latency, "pane state (label)") for every detected transition.
+    detail: Vec<(u64, String)>,
+    /// Latencies by the state the transition goes to.
+    by_state: BTreeMap<String, Vec<u64>>,
     missed: Vec<String>,
     total: usize,
 }
@@ -592,12 +608,20 @@ fn score(
                 .map(|(dt, _, _)| *dt)
                 .min();
             match hit {
-                Some(dt) => s.latencies_ms.push(dt - t),
+                Some(dt) => {
+                    s.latencies_ms.push(dt - t);
+                    s.detail.push((dt - t, format!("{pane} {state} ({label})")));
+                    s.by_state.entry(state.clone()).or_default().push(dt - t);
+                }
                 None => s.missed.push(format!("{pane} {state} ({label})")),
             }
         }
     }
     s.latencies_ms.sort_unstable();
+    s.detail.sort_by(|a, b| b.0.cmp(&a.0));
+    for v in s.by_state.values_mut() {
+        v.sort_unstable();
+    }
     s
 }
 
@@ -979,6 +1003,31 @@ fn main() {
             ),
             _ => println!("sidecar / baseline latency p95: n/a (no detections on one side)"),
         }
+        for (who, sc) in [("sidecar", a), ("baseline", b)] {
+            let parts: Vec<String> = sc
+                .by_state
+                .iter()
+                .map(|(st, v)| {
+                    format!(
+                        "to {st}: n={} p50 {} p95 {} max {}",
+                        v.len(),
+                        ms(pct(v, 0.5)),
+                        ms(pct(v, 0.95)),
+                        ms(v.last().copied())
+                    )
+                })
+                .collect();
+            println!("{who} latency by new state: {}", parts.join("; "));
+        }
+        for (who, sc) in [("sidecar", a), ("baseline", b)] {
+            let slow: Vec<String> = sc
+                .detail
+                .iter()
+                .take(5)
+                .map(|(l, what)| format!("{what} {l} ms"))
+                .collect();
+            println!("{who} slowest: {}", slow.join(", "));
+        }
         for m in &a.missed {
             println!("sidecar missed: {m}");
         }
@@ -992,6 +1041,13 @@ fn main() {
         stream.cpu_s,
         stream.tmux_cpu_s,
         100.0 * stream.cpu_s / stream.tmux_cpu_s.max(1e-9)
+    );
+    let agents_only = sidecar.cpu_s - stream.cpu_s * sidecar.wall_s / stream.wall_s.max(1e-9);
+    println!(
+        "derived: sidecar CPU without the streaming pane ≈ (a) − (c) per second = {:.2} s over {:.0} s; / baseline {}",
+        agents_only,
+        sidecar.wall_s,
+        ratio(agents_only.max(0.0), poller.cpu_s)
     );
     println!(
         "sidecar at {n100} panes ({:.0} s): peak RSS {:.1} MB {}, CPU {:.2} s   (goal ≤ 15 MB)",
