@@ -764,7 +764,8 @@ fn run_sidecar(load: &Load, tag: &str, dur: Duration, scored: bool, tck: f64) ->
     let wall_s = started.elapsed().as_secs_f64();
     let t1 = unix_ms();
     let (cpu_s, own_cpu_s) = cpu.seconds(tck);
-    let (tmux_cpu_s, _) = tmux_cpu.seconds(tck);
+    // The server's own CPU: its tree would add every pane's program (`yes` included).
+    let (_, tmux_cpu_s) = tmux_cpu.seconds(tck);
     let rss_kb = vm_kb(daemon.id(), "VmHWM:").unwrap_or(0);
     let kids = children(daemon.id());
     let kids_rss: u64 = kids.iter().filter_map(|p| vm_kb(*p, "VmHWM:")).sum();
@@ -823,7 +824,8 @@ fn run_poller(load: &Load, dur: Duration, tck: f64) -> RunResult {
     let wall_s = started.elapsed().as_secs_f64();
     let t1 = unix_ms();
     let (cpu_s, own_cpu_s) = cpu.seconds(tck);
-    let (tmux_cpu_s, _) = tmux_cpu.seconds(tck);
+    // The server's own CPU: its tree would add every pane's program (`yes` included).
+    let (_, tmux_cpu_s) = tmux_cpu.seconds(tck);
     let rss_kb = vm_kb(poller.id(), "VmHWM:").unwrap_or(0);
     stop(&mut poller);
     let det: Vec<(u64, String, String)> = std::fs::read_to_string(&log)
