@@ -36,6 +36,8 @@ const DWELL_S: f64 = 1.0;
 /// Transitions written in the last `GRACE` of a run are not scored (nothing could see them yet).
 const GRACE: Duration = Duration::from_secs(3);
 const POLL_EVERY: Duration = Duration::from_millis(500);
+/// The streaming pane's program.
+const STREAM: &str = "exec yes thinkterm load stream";
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup: every process and server we start is registered here and killed by pid at the end,
@@ -372,11 +374,16 @@ fn replay(args: &[String]) -> ! {
     // A real TUI puts its tty in raw mode: otherwise tmux's answers to its queries would echo.
     let _ = Command::new("stty").args(["raw", "-echo"]).status();
     let (steps, period) = schedule(&frames, raw.len());
+    // tmux resumes a pane's stopped program at once, so pausing is a file: `LOG.pause`.
+    let pause = PathBuf::from(format!("{}.pause", args[3]));
     let mut out = std::io::stdout().lock();
     let mut base = Instant::now() - Duration::from_secs_f64(phase);
     let start = Instant::now();
     for lap in 0u64.. {
         for s in &steps {
+            while pause.exists() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let due = base + Duration::from_secs_f64(lap as f64 * period + s.t);
             let now = Instant::now();
             if due > now {
@@ -453,6 +460,8 @@ struct Load {
     dir: PathBuf,
     /// Agent panes and their transition logs.
     agents: Vec<(String, PathBuf)>,
+    /// The streaming pane.
+    stream: String,
     shells: usize,
 }
 
@@ -509,15 +518,27 @@ fn build_load(dir: &Path) -> Load {
         }
         agents.push((pane.trim().to_string(), log));
     }
-    tmux(
+    let stream = tmux(
         &server,
-        &["new-window", "-d", "-t", "s0", "yes thinkterm load stream"],
-    );
+        &[
+            "new-window",
+            "-d",
+            "-t",
+            "s0",
+            "-P",
+            "-F",
+            "#{pane_id}",
+            STREAM,
+        ],
+    )
+    .trim()
+    .to_string();
     let mut load = Load {
         server,
         server_pid,
         dir: dir.to_path_buf(),
         agents,
+        stream,
         shells: 0,
     };
     add_shells(&mut load, IDLE_SHELLS);
@@ -538,19 +559,25 @@ fn pane_count(load: &Load) -> usize {
         .count()
 }
 
-fn agent_pids(load: &Load) -> Vec<u32> {
-    load.agents
-        .iter()
-        .filter_map(|(p, _)| {
-            tmux(
-                &load.server,
-                &["display-message", "-p", "-t", p, "#{pane_pid}"],
-            )
-            .trim()
-            .parse()
-            .ok()
-        })
-        .collect()
+/// Pauses or resumes every fake agent (see `replay`).
+fn set_agents_paused(load: &Load, paused: bool) {
+    for (_, log) in &load.agents {
+        let f = PathBuf::from(format!("{}.pause", log.display()));
+        if paused {
+            let _ = std::fs::write(&f, b"");
+        } else {
+            let _ = std::fs::remove_file(&f);
+        }
+    }
+}
+
+/// Starts or stops the streaming pane's program (the pane stays, with a quiet `sh` when off).
+fn set_stream(load: &Load, on: bool) {
+    let prog = if on { STREAM } else { "exec sh" };
+    tmux(
+        &load.server,
+        &["respawn-pane", "-k", "-t", &load.stream, prog],
+    );
 }
 
 /// Labelled transitions written in `[from, to)`: pane → (unix ms, state, label).
@@ -930,7 +957,7 @@ fn main() {
         default_hook(info);
     }));
     // Watchdog: whatever happens, nothing outlives a generous bound.
-    let bound = dur * 2 + side * 2 + Duration::from_secs(240);
+    let bound = dur * 2 + side * 3 + Duration::from_secs(240);
     std::thread::spawn(move || {
         std::thread::sleep(bound);
         eprintln!("load: watchdog: exceeded {bound:?}, cleaning up");
@@ -962,14 +989,18 @@ fn main() {
         "load: (c) streaming pane alone, {:.0} s",
         side.as_secs_f64()
     );
-    let pids = agent_pids(&load);
-    for p in &pids {
-        kill_pid(*p, "-STOP");
-    }
+    set_agents_paused(&load, true);
     let stream = run_sidecar(&load, "c", side, false, tck);
-    for p in &pids {
-        kill_pid(*p, "-CONT");
-    }
+    set_agents_paused(&load, false);
+
+    // Agents and idle shells alone: the streaming pane paused.
+    eprintln!(
+        "load: (e) sidecar, streaming pane paused, {:.0} s",
+        side.as_secs_f64()
+    );
+    set_stream(&load, false);
+    let quiet = run_sidecar(&load, "e", side, true, tck);
+    set_stream(&load, true);
 
     // 100 panes: 50 more idle shells.
     add_shells(&mut load, 50);
@@ -1044,12 +1075,21 @@ fn main() {
         stream.tmux_cpu_s,
         100.0 * stream.cpu_s / stream.tmux_cpu_s.max(1e-9)
     );
-    let agents_only = sidecar.cpu_s - stream.cpu_s * sidecar.wall_s / stream.wall_s.max(1e-9);
+    let q_rate = quiet.cpu_s / quiet.wall_s.max(1e-9);
+    let p_rate = poller.cpu_s / poller.wall_s.max(1e-9);
     println!(
-        "derived: sidecar CPU without the streaming pane ≈ (a) − (c) per second = {:.2} s over {:.0} s; / baseline {}",
-        agents_only,
-        sidecar.wall_s,
-        ratio(agents_only.max(0.0), poller.cpu_s)
+        "streaming pane paused ({:.0} s): sidecar {:.2} s ({:.2} % of a core), tmux server {:.2} s, latency p95 {}, missed {}; sidecar/baseline CPU per second {}",
+        quiet.wall_s,
+        quiet.cpu_s,
+        100.0 * q_rate,
+        quiet.tmux_cpu_s,
+        ms(quiet.score.as_ref().and_then(|s| pct(&s.latencies_ms, 0.95))),
+        quiet
+            .score
+            .as_ref()
+            .map(|s| format!("{} / {}", s.missed.len(), s.total))
+            .unwrap_or_default(),
+        ratio(q_rate, p_rate)
     );
     println!(
         "sidecar at {n100} panes ({:.0} s): peak RSS {:.1} MB {}, CPU {:.2} s   (goal ≤ 15 MB)",
@@ -1058,7 +1098,7 @@ fn main() {
         big.extra_rss,
         big.cpu_s
     );
-    for r in [&sidecar, &stream, &big] {
+    for r in [&sidecar, &stream, &quiet, &big] {
         if !r.note.is_empty() {
             println!("note ({}): {}", r.name, r.note);
         }
