@@ -54,6 +54,23 @@ pub enum Command {
     },
     /// Print the effective configuration and where each value came from.
     Config,
+    /// Bring a pane to the front in a client (switching its session if needed).
+    Focus {
+        /// The pane (`%3`).
+        pane: crate::ids::PaneId,
+        /// Prefer this client (its name or tty).
+        #[arg(long)]
+        client: Option<String>,
+    },
+    /// One line for the status bar (`#(thinkterm-sidecar status)`); see `--format`.
+    Status {
+        /// Text with `{error}`, `{attention}`, `{running}`, `{done}`, `{idle}` (window counts) and
+        /// `{summary}`; default `{summary}`.
+        #[arg(long, default_value = "{summary}")]
+        format: String,
+    },
+    /// Send a status report (OSC 7501) or THINKTERM_AGENT from a shell or script.
+    Report(ReportCmd),
     /// Why a pane (or a saved screen) has its state.
     Explain(ExplainArgs),
     /// Detection rules.
@@ -354,4 +371,140 @@ pub async fn explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<()> {
         Reply::Error { message } => anyhow::bail!(message),
         other => anyhow::bail!("unexpected reply: {other:?}"),
     }
+}
+
+/// `report` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ReportCmd {
+    /// `working`, `blocked`, `idle`, `done`, `error` or `clear` (with `--var`: working, idle, blocked).
+    #[arg(long)]
+    pub state: String,
+    /// What the program does or did (one line).
+    #[arg(long)]
+    pub msg: Option<String>,
+    /// The program's short name.
+    #[arg(long)]
+    pub app: Option<String>,
+    /// Record id path (`build/test`) for subtasks.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Progress 0-100 (with working or blocked).
+    #[arg(long)]
+    pub progress: Option<u8>,
+    /// Heading.
+    #[arg(long)]
+    pub title: Option<String>,
+    /// With blocked: `permission`, `question` or `auth`.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Send THINKTERM_AGENT (S8) instead of a status report.
+    #[arg(long)]
+    pub var: bool,
+    /// With `--var`: the agent id.
+    #[arg(long, requires = "var")]
+    pub agent: Option<String>,
+    /// With `--var`: send time, `now` or unix seconds.
+    #[arg(long, requires = "var")]
+    pub ts: Option<String>,
+    /// Wrap in tmux passthrough (for a terminal outside tmux that understands the sequence).
+    #[arg(long)]
+    pub passthrough: bool,
+    /// Write to standard output instead of /dev/tty.
+    #[arg(long)]
+    pub stdout: bool,
+}
+
+/// `report`: builds the sequence with the same limits the daemon applies and writes it.
+pub fn report(args: &ReportCmd) -> anyhow::Result<()> {
+    use crate::osc::encode;
+    use std::io::Write;
+    let seq = if args.var {
+        let agent = args
+            .agent
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--var needs --agent NAME"))?;
+        let state = match args.state.as_str() {
+            "working" => crate::state::AgentState::Working,
+            "idle" => crate::state::AgentState::Idle,
+            "blocked" => crate::state::AgentState::Blocked,
+            other => anyhow::bail!("--var --state must be working, idle or blocked, not {other:?}"),
+        };
+        let ts =
+            match args.ts.as_deref() {
+                None => None,
+                Some("now") => Some(crate::daemon::unix_seconds()),
+                Some(n) => Some(n.parse().map_err(|_| {
+                    anyhow::anyhow!("--ts must be `now` or unix seconds, not {n:?}")
+                })?),
+            };
+        encode::user_var(agent, state, ts).map_err(|e| anyhow::anyhow!("{e}"))?
+    } else {
+        encode::status_report(&encode::ReportArgs {
+            state: args.state.clone(),
+            msg: args.msg.clone(),
+            app: args.app.clone(),
+            id: args.id.clone(),
+            progress: args.progress,
+            title: args.title.clone(),
+            kind: args.kind.clone(),
+        })
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+    };
+    let seq = if args.passthrough {
+        encode::tmux_passthrough(&seq)
+    } else {
+        seq
+    };
+    if args.stdout {
+        std::io::stdout().write_all(&seq)?;
+        return Ok(());
+    }
+    let mut tty = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/tty")
+        .map_err(|e| {
+            anyhow::anyhow!("cannot open /dev/tty: {e} (use --stdout to write elsewhere)")
+        })?;
+    tty.write_all(&seq)?;
+    Ok(())
+}
+
+/// `focus`.
+pub async fn focus(
+    cli: &Cli,
+    pane: crate::ids::PaneId,
+    client: Option<String>,
+) -> anyhow::Result<()> {
+    let mut c = connect(cli).await?;
+    match c.request(&Request::Focus { pane, client }).await? {
+        Reply::Done { message } => {
+            println!("{message}");
+            Ok(())
+        }
+        Reply::Error { message } => anyhow::bail!(message),
+        other => anyhow::bail!("unexpected reply: {other:?}"),
+    }
+}
+
+/// `status`: prints one line; prints nothing (and succeeds) when no daemon runs, so a status
+/// bar stays clean.
+pub async fn status(cli: &Cli, format: &str) -> anyhow::Result<()> {
+    use crate::ipc::schema::WindowMark;
+    let Ok(mut c) = Client::connect(&cli.daemon_socket()).await else {
+        return Ok(());
+    };
+    let Reply::Snapshot { windows, .. } = c.request(&Request::Agents).await? else {
+        return Ok(());
+    };
+    let count = |m: WindowMark| windows.iter().filter(|w| w.mark == m).count().to_string();
+    let summary = crate::thread::icon::summary(windows.iter().map(|w| w.mark));
+    let out = format
+        .replace("{error}", &count(WindowMark::Error))
+        .replace("{attention}", &count(WindowMark::Attention))
+        .replace("{running}", &count(WindowMark::Running))
+        .replace("{done}", &count(WindowMark::Done))
+        .replace("{idle}", &count(WindowMark::Idle))
+        .replace("{summary}", &summary);
+    println!("{out}");
+    Ok(())
 }

@@ -62,6 +62,9 @@ fn main() {
                 Err(e) => Err(e),
             },
             Command::Explain(args) => cli::explain(&cli, args).await,
+            Command::Report(args) => cli::report(args),
+            Command::Focus { pane, client } => cli::focus(&cli, *pane, client.clone()).await,
+            Command::Status { format } => cli::status(&cli, format).await,
         }
     });
     if let Err(e) = result {

@@ -1,4 +1,5 @@
 //! The daemon end to end on real tmux: live classification, rule overrides and reload.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 
@@ -170,10 +171,8 @@ fn events(env: &Env, tmux: &Tmux) -> std::sync::mpsc::Receiver<serde_json::Value
                     Reply::Snapshot { .. } => {
                         let _ = ready_tx.send(());
                     }
-                    Reply::Event(e) => {
-                        if tx.send(serde_json::to_value(&e).unwrap()).is_err() {
-                            return;
-                        }
+                    Reply::Event(e) if tx.send(serde_json::to_value(&e).unwrap()).is_err() => {
+                        return
                     }
                     _ => {}
                 }
@@ -235,4 +234,254 @@ fn events_show_each_transition_once_in_order_with_its_source() {
     assert!(rx
         .recv_timeout(std::time::Duration::from_millis(800))
         .is_err());
+}
+
+const BIN: &str = env!("CARGO_BIN_EXE_thinkterm-sidecar");
+
+#[test]
+fn status_reports_from_a_script_show_state_app_message_and_progress_in_order() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let tool = env.path("bin/mytool.sh");
+    script(
+        &tool,
+        &format!(
+            "#!/bin/bash\nr={BIN}\nread\n$r report --app mytool --state working --progress 40 --msg 'Running tests'\nread\n\
+$r report --app mytool --state blocked --kind permission --msg 'May I run rm?'\nread\n\
+$r report --app mytool --state done --msg 'All green'\nread\n"
+        ),
+    );
+    let pane = tmux.new_session("rep", Some(&tool.display().to_string()));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
+    let rx = events(&env, &tmux);
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    let row = wait_for(10, "working reported", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "working")
+    });
+    assert_eq!(row["agent"], "mytool");
+    assert_eq!(row["source"], "status_report");
+    assert_eq!(row["message"], "Running tests");
+    assert_eq!(row["progress"], 40);
+    let ev = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("working event");
+    assert_eq!(ev["new"], "working", "{ev}");
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    let ev = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("blocked event");
+    assert_eq!(ev["new"], "blocked", "{ev}");
+    assert_eq!(ev["kind"], "permission");
+    assert_eq!(ev["message"], "May I run rm?");
+    assert_eq!(ev["source"], "status_report");
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    let ev = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("done event");
+    assert_eq!(ev["new"], "idle", "{ev}");
+    let row = wait_for(10, "done result", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["unseen_result"] == true)
+    });
+    assert_eq!(row["message"], "All green");
+    assert_eq!(row["kind"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_user_variable_left_by_an_exited_program_labels_nothing_after_it() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let tool = env.path("bin/selfreport.sh");
+    script(
+        &tool,
+        &format!("#!/bin/bash\n{BIN} report --var --agent soul --state working --ts now\nread\n"),
+    );
+    let pane = tmux.new_session("var", None);
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    tmux.type_line(&pane, &tool.display().to_string());
+    let row = wait_for(10, "soul reported", || {
+        env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "soul")
+    });
+    assert_eq!(row["state"], "working");
+    assert_eq!(row["source"], "user_var");
+    // The reporter exits; the next program is not soul.
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    tmux.type_line(&pane, "sleep 300");
+    let row = wait_for(10, "sleep runs unlabelled", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["fg_process"] == "sleep" && r["agent"].is_null())
+    });
+    assert_eq!(row["state"], serde_json::Value::Null);
+}
+
+#[test]
+fn replayed_codex_output_reports_the_states_the_real_run_emitted() {
+    let raw = std::path::Path::new(FIXTURES).join("codex/0.169.0/raw-main-120x40.bin");
+    if !raw.exists() {
+        eprintln!("skipped: {} not found", raw.display());
+        return;
+    }
+    // The state sequence the real run emitted, as the records table decides it.
+    let bytes = std::fs::read(&raw).unwrap();
+    let mut sig = thinkterm_sidecar::osc::PaneSignals::new();
+    let mut expected: Vec<String> = Vec::new();
+    let mut last = None;
+    sig.feed(&bytes, 1, &mut |s, records| {
+        if let thinkterm_sidecar::osc::Signal::StatusReport(_) = s {
+            let st = records
+                .effective()
+                .map(|e| e.agent_state().as_str().to_string());
+            if st != last {
+                expected.extend(st.clone());
+                last = st;
+            }
+        }
+    });
+    assert!(expected.len() >= 8, "{expected:?}");
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let replay = env.path("bin/replay.sh");
+    script(
+        &replay,
+        &format!("#!/bin/bash\nread\ncat {}\nsleep 300\n", raw.display()),
+    );
+    let pane = tmux.new_session("codex", Some(&replay.display().to_string()));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
+    let rx = events(&env, &tmux);
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    let mut got = Vec::new();
+    let mut kinds = Vec::new();
+    while got.len() < expected.len() {
+        let ev = rx
+            .recv_timeout(std::time::Duration::from_secs(15))
+            .unwrap_or_else(|_| panic!("got {got:?}, want {expected:?}"));
+        assert_eq!(ev["agent"], "codex", "{ev}");
+        assert_eq!(ev["source"], "status_report", "{ev}");
+        if ev["new"] == "blocked" {
+            kinds.push(ev["kind"].clone());
+        }
+        got.push(ev["new"].as_str().unwrap_or("unknown").to_string());
+    }
+    assert_eq!(got, expected);
+    assert!(
+        !kinds.is_empty() && kinds.iter().all(|k| k == "permission"),
+        "{kinds:?}"
+    );
+}
+
+/// A real client attached in a pseudo-terminal; killed on drop.
+struct Client(std::process::Child);
+
+impl Client {
+    fn attach(tmux: &Tmux, session: &str) -> Client {
+        let cmd = format!(
+            "stty cols 120 rows 40; exec tmux -L {} attach -t {session}",
+            tmux.name
+        );
+        let child = std::process::Command::new("script")
+            .args(["-qfc", &cmd, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("script");
+        wait_for(10, "client attached", || {
+            tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+                .lines()
+                .any(|l| l == "0")
+                .then_some(())
+        });
+        Client(child)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn window_option(tmux: &Tmux, window: &str, name: &str) -> String {
+    tmux.try_cmd(&["show-options", "-wqv", "-t", window, name])
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_restart() {
+    let Some(idle) = fixture("claude-code/2.1.328/001-idle.txt") else {
+        eprintln!("skipped: fixtures not found at {FIXTURES}");
+        return;
+    };
+    let working = fixture("claude-code/2.1.328/003-working.txt").unwrap();
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt").unwrap();
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let agent = fake_agent(&env, "claude");
+    let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
+    let window = tmux
+        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
+        .trim()
+        .to_string();
+    let other = tmux.new_window("proj", None);
+    tmux.cmd(&["select-window", "-t", &other]);
+    let _client = Client::attach(&tmux, "proj");
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "claude identified", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
+    tmux.type_line(&pane, &idle);
+    wait_for(10, "idle", || {
+        env.pane_row(&tmux, &pane).filter(|r| r["state"] == "idle")
+    });
+    let mark = |want: &str| {
+        wait_for(10, &format!("window mark {want}"), || {
+            (window_option(&tmux, &window, "@thinkterm_mark") == want).then_some(())
+        })
+    };
+    tmux.type_line(&pane, &working);
+    mark("running");
+    assert!(
+        !window_option(&tmux, &window, "@thinkterm_icon").is_empty(),
+        "running shows an icon"
+    );
+    assert_eq!(
+        tmux.cmd(&["show-options", "-pqv", "-t", &pane, "@thinkterm_state"])
+            .trim(),
+        "working"
+    );
+    tmux.type_line(&pane, &blocked);
+    mark("attention");
+    let (_, out, _) = env.run(&tmux, &["agents", "--attention", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["windows"][0]["window"], window.as_str(), "{v}");
+    tmux.type_line(&pane, &working);
+    mark("running");
+    tmux.type_line(&pane, &idle);
+    mark("done");
+    let summary = tmux.cmd(&["show-options", "-qv", "-t", "proj", "@thinkterm_summary"]);
+    assert!(summary.contains('✓'), "{summary}");
+    // The sidecar restarts: done survives.
+    d.stop();
+    wait_for(10, "options cleared on shutdown", || {
+        window_option(&tmux, &window, "@thinkterm_mark")
+            .is_empty()
+            .then_some(())
+    });
+    let d2 = Daemon::start(&env, &tmux);
+    d2.wait_ready(&env, &tmux);
+    mark("done");
+    // Looking at the window clears it.
+    tmux.cmd(&["select-window", "-t", &window]);
+    mark("idle");
 }

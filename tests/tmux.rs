@@ -1,5 +1,6 @@
 //! Observing every pane of a real tmux server (issue 2): control clients, inventory,
 //! foreground processes, output bytes, restarts and bad input.
+#![allow(clippy::unwrap_used)]
 
 mod support;
 

@@ -6,6 +6,7 @@
 mod ipc_server;
 mod panes;
 mod snapshot;
+mod windows;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -17,12 +18,19 @@ use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
 use crate::config::{self, Loaded};
+use crate::effects::desktop::{Desktop, DesktopConfig, DesktopEvent};
+use crate::effects::notification::Note;
+use crate::effects::sound::player::{SoundPlayer, SoundSetup};
+use crate::effects::sound::SoundConfig;
+use crate::effects::throttle::Throttle;
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, Request};
 use crate::ipc::schema::{StateEvent, WindowMark};
 use crate::pane::{PaneEffect, PaneInput};
 use crate::process::identify::IdentityTable;
 use crate::rules::{Catalog, Snapshot};
+use crate::thread::icon::IconStyle;
+use crate::thread::{Rollup, RollupInput};
 use crate::tmux::observer::{Observed, Observer};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 pub use ipc_server::IpcMessage;
@@ -57,6 +65,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 enum Wake {
     Observed(Observed),
+    Desktop(DesktopEvent),
     Ipc(IpcMessage),
     Deadline,
     Reload,
@@ -82,6 +91,13 @@ struct Daemon {
     reconnect_at: Option<Instant>,
     backoff: Duration,
     waiting_logged: bool,
+    rollup: Rollup,
+    windows: windows::Windows,
+    throttle: Throttle<Note>,
+    desktop: Option<Desktop>,
+    sound: SoundPlayer,
+    icon_style: IconStyle,
+    desktop_entry: Option<String>,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -104,7 +120,21 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let (ipc_tx, mut ipc_rx) = mpsc::channel(64);
     tokio::spawn(ipc_server::serve(listener, ipc_tx));
 
+    let (desktop, mut desktop_rx) = if config.notifications_enabled() {
+        let (d, rx) = Desktop::spawn(DesktopConfig::default());
+        (Some(d), Some(rx))
+    } else {
+        (None, None)
+    };
+    let sound = sound_player(&config);
     let mut d = Daemon {
+        rollup: Rollup::new(),
+        windows: windows::Windows::default(),
+        throttle: Throttle::default(),
+        desktop,
+        sound,
+        icon_style: IconStyle::default(),
+        desktop_entry: crate::effects::notification::installed_desktop_entry(),
         tmux,
         addr,
         config,
@@ -133,6 +163,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         let wake = tokio::select! {
             o = next_observed(&mut d.observer) => Wake::Observed(o),
             Some(m) = ipc_rx.recv() => Wake::Ipc(m),
+            Some(e) = recv_opt(&mut desktop_rx) => Wake::Desktop(e),
             _ = sleep_opt(deadline) => Wake::Deadline,
             _ = hup.recv() => Wake::Reload,
             _ = term.recv() => Wake::Shutdown,
@@ -141,6 +172,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         match wake {
             Wake::Observed(o) => d.on_observed(o).await,
             Wake::Ipc(m) => d.on_ipc(m).await,
+            Wake::Desktop(e) => d.on_desktop(e),
             Wake::Deadline => d.on_deadline().await,
             Wake::Reload => {
                 let msg = d.reload();
@@ -148,8 +180,10 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             }
             Wake::Shutdown => break,
         }
+        d.flush_changes();
     }
     tracing::info!("shutting down");
+    d.clear_options().await;
     if let Some(o) = d.observer.take() {
         o.uninstall().await;
     }
@@ -162,6 +196,24 @@ async fn next_observed(o: &mut Option<Observer>) -> Observed {
         Some(o) => o.next().await,
         None => std::future::pending().await,
     }
+}
+
+async fn recv_opt<T>(rx: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn sound_player(config: &Loaded) -> SoundPlayer {
+    SoundPlayer::new(
+        SoundConfig {
+            enabled: config.sound_enabled(),
+            done_file: config.config.sound_done.clone(),
+            waiting_file: config.config.sound_waiting.clone(),
+        },
+        SoundSetup::from_env(),
+    )
 }
 
 async fn sleep_opt(t: Option<Instant>) {
@@ -211,6 +263,12 @@ impl Daemon {
             self.capture_at = None;
             self.capture_dirty().await;
         }
+        if self.windows.animate_at.is_some_and(|t| t <= now) {
+            self.animate();
+        }
+        if self.throttle.next_deadline().is_some_and(|t| t <= now) {
+            self.send_due_notes();
+        }
         let due: Vec<PaneId> = self
             .panes
             .iter()
@@ -245,7 +303,11 @@ impl Daemon {
                 self.observer = Some(o);
                 self.waiting_logged = false;
                 self.backoff = Duration::from_millis(100);
+                self.read_focus_events().await;
+                self.restore_done();
                 self.sync_panes();
+                self.update_looked();
+                self.refresh_all_options();
                 self.probe_at =
                     Some(Instant::now() + Duration::from_secs(self.config.config.probe_interval_s));
                 self.broadcast_snapshot();
@@ -264,12 +326,29 @@ impl Daemon {
     async fn on_observed(&mut self, o: Observed) {
         match o {
             Observed::Output { pane, data } => {
-                if let Some(p) = self.panes.get_mut(&pane) {
-                    p.on_output(&data);
-                    if p.wants_capture() {
-                        self.schedule_capture();
-                    }
+                let detection = self.config.config.agent_status_detection;
+                let Some(p) = self.panes.get_mut(&pane) else {
+                    return;
+                };
+                let out = p.on_output(
+                    Instant::now(),
+                    panes::unix_ms() / 1000,
+                    &data,
+                    &self.identities,
+                    detection,
+                );
+                let wants = p.wants_capture();
+                if out.title_changed && wants {
+                    p.needs_capture = true;
                 }
+                self.on_pane_effects(pane, out.effects);
+                if out.prompt {
+                    self.on_prompt(pane);
+                }
+                if wants {
+                    self.schedule_capture();
+                }
+                self.flush_changes();
             }
             Observed::Structure => {
                 self.relist_at.get_or_insert(Instant::now() + RELIST_DELAY);
@@ -280,6 +359,8 @@ impl Daemon {
                         tracing::debug!(error = %e, "list-clients failed");
                     }
                 }
+                self.update_looked();
+                self.flush_changes();
             }
             Observed::Title(_) => {}
             Observed::Command(pane) => {
@@ -300,6 +381,9 @@ impl Daemon {
                 );
                 self.observer = None;
                 self.panes.clear();
+                self.rollup = Rollup::new();
+                self.windows = windows::Windows::default();
+                self.throttle = Throttle::default();
                 self.relist_at = None;
                 self.probe_at = None;
                 self.waiting_logged = true;
@@ -318,7 +402,9 @@ impl Daemon {
             tracing::debug!(error = %e, "re-listing failed");
             return;
         }
+        self.read_focus_events().await;
         self.sync_panes();
+        self.update_looked();
         self.broadcast_snapshot();
     }
 
@@ -326,7 +412,18 @@ impl Daemon {
     fn sync_panes(&mut self) {
         let Some(obs) = &self.observer else { return };
         let inv = obs.inventory();
-        self.panes.retain(|id, _| inv.panes.contains_key(id));
+        let gone: Vec<PaneId> = self
+            .panes
+            .keys()
+            .filter(|id| !inv.panes.contains_key(id))
+            .copied()
+            .collect();
+        for id in gone {
+            self.panes.remove(&id);
+            self.rollup(RollupInput::PaneGone(id));
+        }
+        let Some(obs) = &self.observer else { return };
+        let inv = obs.inventory();
         let new: Vec<(PaneId, u32)> = inv
             .panes
             .values()
@@ -352,6 +449,18 @@ impl Daemon {
             self.schedule_capture();
         }
         self.on_pane_effects(pane, fx);
+    }
+
+    /// An OSC 133 A mark: a prompt starts. Programs draw their own prompts with it too (Pi
+    /// does), so it ends ongoing reports only when the shell is back in the foreground.
+    fn on_prompt(&mut self, pane: PaneId) {
+        self.probe(pane);
+        if let Some(p) = self.panes.get_mut(&pane) {
+            if p.fg.at_shell {
+                let fx = p.end_ongoing(Instant::now());
+                self.on_pane_effects(pane, fx);
+            }
+        }
     }
 
     fn schedule_capture(&mut self) {
@@ -405,12 +514,18 @@ impl Daemon {
             match effect {
                 PaneEffect::Changed(change) => {
                     self.changed = true;
+                    self.rollup_pane(pane, change.new.clone());
                     if change.is_transition() {
                         self.emit_event(pane, &change);
                     }
                 }
                 PaneEffect::ProgramExited { pid } => {
                     tracing::debug!(pane = %pane, pid, "program left the pane");
+                    // S7.4: working/blocked reports end with their program.
+                    if let Some(p) = self.panes.get_mut(&pane) {
+                        let fx = p.end_ongoing(Instant::now());
+                        self.on_pane_effects(pane, fx);
+                    }
                 }
             }
         }
@@ -456,8 +571,28 @@ impl Daemon {
         }
     }
 
-    fn window_mark(&self, _window: crate::ids::WindowId) -> WindowMark {
-        WindowMark::Idle
+    fn window_mark(&self, window: crate::ids::WindowId) -> WindowMark {
+        self.rollup.mark(window)
+    }
+
+    /// Whether tmux reports focus (`focus-events`), which decides the background rule.
+    async fn read_focus_events(&mut self) {
+        if let Some(obs) = &self.observer {
+            if let Ok(body) = obs.command("show-options -gv focus-events").await {
+                self.windows.focus_events = body.first().is_some_and(|v| v.trim() == "on");
+            }
+        }
+    }
+
+    fn on_desktop(&mut self, e: DesktopEvent) {
+        match e {
+            DesktopEvent::Clicked { pane, .. } => match self.focus(pane, None) {
+                Ok(msg) => tracing::info!("notification clicked: {msg}"),
+                Err(e) => tracing::warn!("notification clicked, cannot focus {pane}: {e}"),
+            },
+            DesktopEvent::Closed { .. } => {}
+            DesktopEvent::Unavailable(why) => tracing::debug!("notifications unavailable: {why}"),
+        }
     }
 
     /// Loads the bundled rules and the overrides; returns the one-line summary.
@@ -492,7 +627,22 @@ impl Daemon {
             tracing::warn!("{w}");
         }
         let summary = self.load_rules();
+        self.sound = sound_player(&self.config);
         self.probe_all();
+        if !self.config.config.agent_status_detection {
+            // S1.2: only native escape sequences still count.
+            let now = Instant::now();
+            let ids: Vec<PaneId> = self.panes.keys().copied().collect();
+            for id in ids {
+                let Some(p) = self.panes.get_mut(&id) else {
+                    continue;
+                };
+                let mut fx = p.tracker.on_input(now, PaneInput::Report(None));
+                fx.extend(p.tracker.on_input(now, PaneInput::UserVar(None)));
+                fx.extend(p.tracker.on_input(now, PaneInput::Screen(None)));
+                self.on_pane_effects(id, fx);
+            }
+        }
         for p in self.panes.values_mut() {
             if p.agent().is_some() {
                 p.needs_capture = true;
@@ -507,7 +657,7 @@ impl Daemon {
         snapshot::build(
             &self.clock,
             &|w| self.window_mark(w),
-            Vec::new(),
+            self.window_rows(),
             self.observer.as_ref().map(|o| o.inventory()),
             &self.panes,
             &self.catalog,
@@ -542,9 +692,17 @@ impl Daemon {
                     message: format!("no pane {pane}"),
                 },
             },
-            Request::Focus { pane, .. } | Request::Seen { pane } => Reply::Error {
-                message: format!("not supported yet for {pane}"),
+            Request::Focus { pane, client } => match self.focus(pane, client.as_deref()) {
+                Ok(message) => Reply::Done { message },
+                Err(message) => Reply::Error { message },
             },
+            Request::Seen { pane } => {
+                self.seen(pane);
+                self.flush_changes();
+                Reply::Done {
+                    message: format!("Results of {pane} seen."),
+                }
+            }
         };
         let _ = m.reply.send(reply).await;
     }
@@ -583,4 +741,9 @@ pub fn explain_screen(
             osc_progress: progress,
         },
     )
+}
+
+/// Unix seconds now.
+pub fn unix_seconds() -> u64 {
+    panes::unix_ms() / 1000
 }

@@ -4,7 +4,15 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::pane::{Foreground as FgInput, PaneEffect, PaneInput, ScreenVerdict, Tracker};
+use crate::ipc::schema::Subtask;
+use crate::osc::progress::Progress;
+use crate::osc::records::{RecordState, Records};
+use crate::osc::user_var::UserVarOutcome;
+use crate::osc::{PaneSignals, PromptMark, Signal};
+use crate::pane::{
+    Foreground as FgInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportState,
+    ReportSummary, ScreenVerdict, Tracker, UserVarReport,
+};
 use crate::process::foreground::{self, Foreground};
 use crate::process::identify::{program_name, Identity, IdentityTable};
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
@@ -73,6 +81,24 @@ pub struct PaneEntry {
     pub osc_progress: Option<String>,
     /// The pane's state machine.
     pub tracker: Tracker,
+    /// The pane's escape-sequence scanner, status-report records and user variable.
+    pub signals: PaneSignals,
+    /// When the foreground was last read.
+    pub probed_at: Option<Instant>,
+}
+
+/// Output re-probes a pane's foreground at most this often.
+pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a chunk of output asked of the daemon besides the tracker's effects.
+#[derive(Debug, Default)]
+pub struct OutputOutcome {
+    /// The tracker's effects, in order.
+    pub effects: Vec<PaneEffect>,
+    /// An OSC 133 A mark arrived: re-probe, and end ongoing reports if the shell is back.
+    pub prompt: bool,
+    /// The title changed: the rules' title region must be evaluated again.
+    pub title_changed: bool,
 }
 
 impl PaneEntry {
@@ -89,6 +115,8 @@ impl PaneEntry {
             osc_title: None,
             osc_progress: None,
             tracker: Tracker::new(now),
+            signals: PaneSignals::new(),
+            probed_at: None,
         }
     }
 
@@ -99,7 +127,14 @@ impl PaneEntry {
         table: &IdentityTable,
         detection: bool,
     ) -> Vec<PaneEffect> {
+        self.probed_at = Some(now);
+        let program = |f: &Foreground| f.tpgid.filter(|_| !f.at_shell);
+        let before = program(&self.fg);
         self.fg = foreground::probe(self.pid);
+        if before.is_some() && before != program(&self.fg) {
+            // S3.4: the value the program that left reported never labels what comes next.
+            self.signals.clear_user_var();
+        }
         let identity = if detection {
             table.identify(&self.fg.procs)
         } else {
@@ -112,6 +147,7 @@ impl PaneEntry {
             // S9.4: what the previous program sent never reaches the next one's rules.
             self.osc_title = None;
             self.osc_progress = None;
+            self.signals.reset();
         }
         let input = FgInput {
             agent: self.agent().map(str::to_string),
@@ -119,7 +155,12 @@ impl PaneEntry {
             observable: !matches!(self.identity, Identity::ProcessLess { .. }),
             at_shell: self.fg.at_shell,
         };
-        self.tracker.on_input(now, PaneInput::Foreground(input))
+        let mut fx = self.tracker.on_input(now, PaneInput::Foreground(input));
+        if self.signals.user_var().is_some() {
+            // Authority depends on time and on whether the reporter still runs.
+            fx.extend(self.feed_user_var(now, unix_ms() / 1000));
+        }
+        fx
     }
 
     /// Whether new output should lead to a capture (an agent runs here).
@@ -160,9 +201,127 @@ impl PaneEntry {
         self.tracker.on_input(now, PaneInput::Screen(input))
     }
 
-    /// Output arrived.
-    pub fn on_output(&mut self, data: &[u8]) {
+    /// Output arrived: scan it for escape sequences and tell the tracker what they said.
+    pub fn on_output(
+        &mut self,
+        now: Instant,
+        now_unix: u64,
+        data: &[u8],
+        table: &IdentityTable,
+        detection: bool,
+    ) -> OutputOutcome {
         self.output_bytes += data.len() as u64;
+        let mut out = OutputOutcome::default();
+        // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
+        // (`pane_current_command` misses a script started from a shell of the same name).
+        if self
+            .probed_at
+            .is_none_or(|t| now.duration_since(t) >= PROBE_ON_OUTPUT)
+        {
+            out.effects.extend(self.probe(now, table, detection));
+        }
+        // Each report's summary right after it, so a burst of reports replays every state.
+        let mut summaries = Vec::new();
+        let mut signals = Vec::new();
+        self.signals.feed(data, now_unix, &mut |s, records| {
+            if matches!(s, Signal::StatusReport(_)) {
+                summaries.push(summarize(records));
+            }
+            signals.push(s);
+        });
+        if signals.is_empty() {
+            return out;
+        }
+        let (mut var, mut progress, mut title) = (false, false, false);
+        for s in &signals {
+            match s {
+                Signal::StatusReport(_) => {}
+                Signal::ReportRejected(e) => tracing::debug!(error = %e, "status report dropped"),
+                Signal::UserVar(UserVarOutcome::Ignore(_)) => {}
+                Signal::UserVar(_) => var = true,
+                Signal::Progress(_) => progress = true,
+                Signal::Title(_) => title = true,
+                Signal::PromptMark(PromptMark::A) => out.prompt = true,
+                _ => {}
+            }
+        }
+        if detection {
+            for summary in summaries {
+                out.effects
+                    .extend(self.tracker.on_input(now, PaneInput::Report(summary)));
+            }
+        }
+        if var && detection {
+            // Bind the value to the program that runs now, not the one the last probe saw.
+            out.effects.extend(self.probe(now, table, detection));
+            out.effects.extend(self.feed_user_var(now, now_unix));
+        }
+        if progress {
+            let p = self.signals.progress();
+            self.osc_progress = p.map(|p| match p.percent() {
+                Some(pc) => format!("4;{};{pc}", p.code()),
+                None => format!("4;{}", p.code()),
+            });
+            let input = p.and_then(native_progress);
+            out.effects
+                .extend(self.tracker.on_input(now, PaneInput::Progress(input)));
+        }
+        if title {
+            let t = self.signals.title().map(str::to_string);
+            if t != self.osc_title {
+                self.osc_title = t;
+                out.title_changed = true;
+            }
+            let spinner = self.signals.title_spinner();
+            out.effects
+                .extend(self.tracker.on_input(now, PaneInput::TitleSpinner(spinner)));
+        }
+        out
+    }
+
+    /// Tells the tracker the status report in force now.
+    pub fn feed_report(&mut self, now: Instant) -> Vec<PaneEffect> {
+        let summary = summarize(self.signals.records());
+        self.tracker.on_input(now, PaneInput::Report(summary))
+    }
+
+    /// Tells the tracker what the `THINKTERM_AGENT` value still says.
+    pub fn feed_user_var(&mut self, now: Instant, now_unix: u64) -> Vec<PaneEffect> {
+        let observable = !matches!(self.identity, Identity::ProcessLess { .. });
+        // The reporter is alive while a program (not the shell) holds the foreground.
+        let leader = !self.fg.at_shell;
+        let input = match (
+            self.signals.user_var(),
+            self.signals
+                .user_var_authority(now_unix, observable, leader),
+        ) {
+            (Some(r), Some(a)) if a.identity => Some(UserVarReport {
+                agent: r.agent.clone(),
+                state: r.state,
+                authoritative: a.state.is_some(),
+            }),
+            _ => None,
+        };
+        self.tracker.on_input(now, PaneInput::UserVar(input))
+    }
+
+    /// Ongoing reports end (the program left, or the shell's next prompt started).
+    pub fn end_ongoing(&mut self, now: Instant) -> Vec<PaneEffect> {
+        if self.signals.records_mut().end_ongoing() {
+            self.feed_report(now)
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The pane was looked at: results go.
+    pub fn seen(&mut self, now: Instant) -> Vec<PaneEffect> {
+        let mut fx = Vec::new();
+        if self.signals.records_mut().mark_seen() {
+            fx.extend(self.feed_report(now));
+        }
+        fx.extend(self.tracker.on_input(now, PaneInput::Seen));
+        fx
     }
 
     /// The agent the process probe identified.
@@ -194,4 +353,53 @@ impl PaneEntry {
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
         })
     }
+}
+
+fn native_progress(p: Progress) -> Option<NativeProgress> {
+    let state = match p {
+        Progress::Hidden => return None,
+        Progress::Normal(_) => ProgressState::Normal,
+        Progress::Error(_) => ProgressState::Error,
+        Progress::Indeterminate => ProgressState::Indeterminate,
+        Progress::Paused(_) => ProgressState::Paused,
+    };
+    Some(NativeProgress {
+        state,
+        percent: p.percent(),
+    })
+}
+
+fn report_state(s: RecordState) -> ReportState {
+    match s {
+        RecordState::Working => ReportState::Working,
+        RecordState::Blocked => ReportState::Blocked,
+        RecordState::Idle => ReportState::Idle,
+        RecordState::Done => ReportState::Done,
+        RecordState::Error => ReportState::Error,
+    }
+}
+
+/// The records table's answer for the program, as the tracker's input.
+fn summarize(records: &Records) -> Option<ReportSummary> {
+    let eff = records.effective()?;
+    let mut s = ReportSummary::new(report_state(eff.state()));
+    s.kind = eff.kind();
+    s.progress = eff.progress();
+    s.msg = eff.msg().map(str::to_string);
+    s.title = eff.title().map(str::to_string);
+    s.app = eff.app.map(str::to_string);
+    s.subtasks = records
+        .subtasks()
+        .map(|r| Subtask {
+            id: r
+                .id
+                .as_ref()
+                .map(|i| i.as_str().to_string())
+                .unwrap_or_default(),
+            state: r.state.agent_state(),
+            done: r.state == RecordState::Done,
+            msg: r.msg.clone(),
+        })
+        .collect();
+    Some(s)
 }

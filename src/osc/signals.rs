@@ -127,8 +127,10 @@ impl PaneSignals {
     }
 
     /// Scans the next chunk of the pane's output; updates records, user variable, title and
-    /// progress, and calls `sink` for each signal in order. `now_unix` stamps the records.
-    pub fn feed(&mut self, bytes: &[u8], now_unix: u64, sink: &mut impl FnMut(Signal)) {
+    /// progress, and calls `sink` for each signal in order, with the records as they stand right
+    /// after that signal (so a consumer sees every intermediate state of a burst). `now_unix`
+    /// stamps the records.
+    pub fn feed(&mut self, bytes: &[u8], now_unix: u64, sink: &mut impl FnMut(Signal, &Records)) {
         let PaneSignals {
             scanner,
             records,
@@ -170,14 +172,14 @@ impl PaneSignals {
                 Signal::Progress(p) => *progress = Some(*p),
                 _ => {}
             }
-            sink(sig);
+            sink(sig, records);
         });
     }
 
     /// Like [`PaneSignals::feed`], collecting the signals.
     pub fn feed_collect(&mut self, bytes: &[u8], now_unix: u64) -> Vec<Signal> {
         let mut out = Vec::new();
-        self.feed(bytes, now_unix, &mut |s| out.push(s));
+        self.feed(bytes, now_unix, &mut |s, _| out.push(s));
         out
     }
 

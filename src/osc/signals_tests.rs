@@ -44,7 +44,7 @@ fn codex_recording_drives_the_records_like_the_real_run() {
     let mut p = PaneSignals::new();
     let mut states = Vec::new();
     for chunk in raw.chunks(333) {
-        p.feed(chunk, 5, &mut |s| {
+        p.feed(chunk, 5, &mut |s, _| {
             if let Signal::StatusReport(r) = s {
                 states.push(r.state.as_str());
             }
@@ -70,7 +70,7 @@ trait AppCheck {
 
 impl AppCheck for Option<crate::osc::records::Effective<'_>> {
     fn is_none_or_app(&self, app: &str) -> bool {
-        self.as_ref().map_or(true, |e| e.app == Some(app))
+        self.as_ref().is_none_or(|e| e.app == Some(app))
     }
 }
 

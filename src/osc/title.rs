@@ -47,7 +47,7 @@ pub fn is_spinner_glyph(c: char) -> bool {
 pub fn spinner_frame(title: &str) -> Option<char> {
     let mut chars = title.chars();
     let first = chars.next()?;
-    let next_ok = chars.next().map_or(true, char::is_whitespace);
+    let next_ok = chars.next().is_none_or(char::is_whitespace);
     (is_spinner_glyph(first) && next_ok).then_some(first)
 }
 

@@ -17,5 +17,5 @@ pub use input::{
     Foreground, NativeProgress, PaneInput, ProgressState, ReportState, ReportSummary,
     ScreenVerdict, UserVarReport,
 };
-pub use status::{PaneChange, PaneEffect, PaneStatus};
+pub use status::{unix_ms_at, PaneChange, PaneEffect, PaneStatus};
 pub use tracker::{Tracker, SCREEN_DEBOUNCE};

@@ -94,7 +94,7 @@ impl PaneChange {
 pub enum PaneEffect {
     /// The published status changed; feed `new` to the window rollup, refresh the pane's tmux
     /// option, and emit a `StateEvent` when [`PaneChange::is_transition`].
-    Changed(PaneChange),
+    Changed(Box<PaneChange>),
     /// The foreground program left the pane (exited, or another took its place): reports of
     /// ongoing work (`working`, `blocked`) end now (S7.4); the daemon tells the records table and
     /// feeds the new summary back.
@@ -102,4 +102,11 @@ pub enum PaneEffect {
         /// The leader pid of the program that left.
         pid: u32,
     },
+}
+
+/// The unix milliseconds of instant `at`, given the pair (`now`, `now_unix_ms`) read together.
+pub fn unix_ms_at(at: Instant, now: Instant, now_unix_ms: u64) -> u64 {
+    let back = now.saturating_duration_since(at).as_millis() as u64;
+    let ahead = at.saturating_duration_since(now).as_millis() as u64;
+    now_unix_ms.saturating_sub(back).saturating_add(ahead)
 }

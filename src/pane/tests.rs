@@ -397,3 +397,11 @@ fn message_change_is_not_a_transition() {
     assert!(transitions(&fx).is_empty());
     assert!(p.at(2, PaneInput::Tick).is_empty(), "no change, no effect");
 }
+
+#[test]
+fn since_converts_to_unix_ms() {
+    let t = Instant::now();
+    let later = t + Duration::from_millis(250);
+    assert_eq!(unix_ms_at(t, later, 10_000), 9_750);
+    assert_eq!(unix_ms_at(later, t, 10_000), 10_250);
+}

@@ -282,6 +282,6 @@ impl Tracker {
             old.since
         };
         self.published = new.clone();
-        fx.push(PaneEffect::Changed(PaneChange { old, new }));
+        fx.push(PaneEffect::Changed(Box::new(PaneChange { old, new })));
     }
 }

@@ -195,7 +195,7 @@ fn prompt_box(lines: &[&str]) -> Option<(usize, usize)> {
 /// A line whose first non-blank character is a prompt marker followed by a space or the end.
 pub fn is_prompt_marker_line(line: &str) -> bool {
     let mut chars = line.trim_start().chars();
-    matches!(chars.next(), Some('❯' | '›' | '>' | '▶')) && chars.next().map_or(true, |c| c == ' ')
+    matches!(chars.next(), Some('❯' | '›' | '>' | '▶')) && chars.next().is_none_or(|c| c == ' ')
 }
 
 fn last_prompt_marker(lines: &[&str]) -> Option<usize> {

@@ -44,18 +44,40 @@ pub fn command_dirs(
     out
 }
 
-/// The login shell's PATH (runs `$SHELL -lc 'printf %s "$PATH"'` with a fixed argv).
+/// Longest wait for the login shell to print its PATH: login files can be slow (version
+/// managers rehashing); the PATH hint is not worth a hung command.
+const LOGIN_SHELL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The login shell's PATH (runs `$SHELL -lc 'printf %s "$PATH"'` with a fixed argv), or None
+/// when it fails or takes longer than [`LOGIN_SHELL_TIMEOUT`].
 pub fn login_shell_path() -> Option<String> {
+    use std::io::Read;
     let shell = std::env::var_os("SHELL")?;
-    let out = std::process::Command::new(shell)
+    let mut child = std::process::Command::new(shell)
         .args(["-lc", "printf %s \"$PATH\""])
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .output()
+        .spawn()
         .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    let deadline = std::time::Instant::now() + LOGIN_SHELL_TIMEOUT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let mut out = String::new();
+                child.stdout.take()?.read_to_string(&mut out).ok()?;
+                return status.success().then_some(out);
+            }
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
 }
 
 /// The folders this process would search: [`command_dirs`] from the environment.

@@ -112,6 +112,17 @@ impl Connection {
         }
     }
 
+    /// Sends one command without waiting for its reply (status-line options, focus): the reply
+    /// is read and dropped. Refuses empty and multi-line commands like [`Connection::command`].
+    pub fn send(&self, line: impl Into<String>) {
+        let line = line.into();
+        if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
+            return;
+        }
+        let (tx, _rx) = oneshot::channel();
+        let _ = self.commands.send((line, tx));
+    }
+
     /// Whether the client is still running.
     pub fn is_open(&self) -> bool {
         !self.commands.is_closed()

@@ -74,7 +74,16 @@ impl Tmux {
 
     /// Creates a detached session running `command` (or a shell), 120x40.
     pub fn new_session(&mut self, name: &str, command: Option<&str>) -> String {
+        // Panes run a plain bash: the user's login files (pyenv, prompts) make shells start
+        // slowly and differently on each machine.
         let mut args = vec![
+            "start-server",
+            ";",
+            "set-option",
+            "-g",
+            "default-command",
+            "exec bash --norc --noprofile",
+            ";",
             "new-session",
             "-d",
             "-s",
@@ -144,6 +153,8 @@ pub struct Env {
     pub dir: tempfile::TempDir,
     /// Extra variables.
     pub vars: Vec<(String, String)>,
+    /// Let the daemon make sounds and notifications (off: `THINKTERM_DISABLE_SOUND=1`).
+    pub effects: bool,
 }
 
 impl Env {
@@ -156,6 +167,7 @@ impl Env {
         Env {
             dir,
             vars: Vec::new(),
+            effects: false,
         }
     }
 
@@ -173,7 +185,10 @@ impl Env {
             .env("XDG_STATE_HOME", self.path("state"))
             .env_remove("TMUX")
             .env_remove("DBUS_SESSION_BUS_ADDRESS")
-            .env("THINKTERM_DISABLE_SOUND", "1");
+            .env_remove("THINKTERM_DISABLE_SOUND");
+        if !self.effects {
+            c.env("THINKTERM_DISABLE_SOUND", "1");
+        }
         for (k, v) in &self.vars {
             c.env(k, v);
         }
