@@ -645,7 +645,7 @@ fn score(
         }
     }
     s.latencies_ms.sort_unstable();
-    s.detail.sort_by(|a, b| b.0.cmp(&a.0));
+    s.detail.sort_by_key(|d| std::cmp::Reverse(d.0));
     for v in s.by_state.values_mut() {
         v.sort_unstable();
     }
@@ -956,6 +956,31 @@ fn main() {
         cleanup();
         default_hook(info);
     }));
+    // Ctrl-C or SIGTERM: clean up too.
+    std::thread::spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            eprintln!("load: interrupted, cleaning up");
+            cleanup();
+            std::process::exit(130);
+        });
+    });
     // Watchdog: whatever happens, nothing outlives a generous bound.
     let bound = dur * 2 + side * 3 + Duration::from_secs(240);
     std::thread::spawn(move || {
