@@ -53,6 +53,8 @@ enum Owned {
 }
 
 static OWNED: Mutex<Vec<Owned>> = Mutex::new(Vec::new());
+/// The run's temporary directory, removed by `cleanup` (an interrupted run skips its drop).
+static SCRATCH: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 fn own(o: Owned) {
     if let Ok(mut v) = OWNED.lock() {
@@ -81,6 +83,9 @@ fn cleanup() {
                 let _ = std::fs::remove_file(socket);
             }
         }
+    }
+    if let Some(dir) = SCRATCH.lock().ok().and_then(|mut d| d.take()) {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 
@@ -991,6 +996,9 @@ fn main() {
     });
 
     let tmp = tempfile::tempdir().expect("tempdir");
+    if let Ok(mut d) = SCRATCH.lock() {
+        *d = Some(tmp.path().to_path_buf());
+    }
     let tck = clk_tck();
     let mut load = build_load(tmp.path());
     let ok = wait_until(Duration::from_secs(20), "50 panes", || {
