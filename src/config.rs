@@ -248,6 +248,8 @@ fn apply_file(l: &mut Loaded, text: &str) {
             other => flat.push((k.clone(), k, other)),
         }
     }
+    // Report in file order.
+    flat.sort_by_key(|(_, leaf, _)| find_key_line(text, leaf));
     for (dotted, leaf, value) in flat {
         let line = find_key_line(text, &leaf);
         let at = format!("{file}:{line}");
