@@ -54,6 +54,8 @@ pub struct Config {
     pub spinner_interval_ms: u64,
     /// How long output may settle before a dirty pane is captured, in milliseconds.
     pub capture_delay_ms: u64,
+    /// Shortest time between two captures of a pane that keeps drawing, in milliseconds.
+    pub capture_interval_ms: u64,
     /// Seconds between slow re-probes of foreground processes.
     pub probe_interval_s: u64,
     /// Set tmux user options for the status line.
@@ -76,6 +78,7 @@ impl Default for Config {
             spinner: true,
             spinner_interval_ms: 120,
             capture_delay_ms: 40,
+            capture_interval_ms: 100,
             probe_interval_s: 10,
             status_line: true,
             log: "info".into(),
@@ -95,6 +98,7 @@ pub const KEYS: &[&str] = &[
     "spinner",
     "spinner_interval_ms",
     "capture_delay_ms",
+    "capture_interval_ms",
     "probe_interval_s",
     "status_line",
     "log",
@@ -295,6 +299,7 @@ fn set(c: &mut Config, key: &str, v: toml::Value) -> Result<(), String> {
         "spinner" => c.spinner = b(&v)?,
         "spinner_interval_ms" => c.spinner_interval_ms = n(&v)?.max(30),
         "capture_delay_ms" => c.capture_delay_ms = n(&v)?,
+        "capture_interval_ms" => c.capture_interval_ms = n(&v)?,
         "probe_interval_s" => c.probe_interval_s = n(&v)?.max(1),
         "status_line" => c.status_line = b(&v)?,
         "log" => c.log = s(&v)?,

@@ -489,6 +489,21 @@ impl Daemon {
         }
         todo.sort();
         todo.dedup();
+        // A pane that keeps drawing is captured at most every capture_interval_ms; the rest of
+        // its output waits for the next round (it stays dirty).
+        let start = Instant::now();
+        let every = Duration::from_millis(self.config.config.capture_interval_ms);
+        let mut later: Option<Instant> = None;
+        todo.retain(|id| match self.panes.get(id).and_then(|p| p.captured_at) {
+            Some(t) if start < t + every => {
+                later = min_opt(later, Some(t + every));
+                false
+            }
+            _ => true,
+        });
+        if later.is_some() {
+            self.capture_at = min_opt(self.capture_at, later);
+        }
         let mut screens = Vec::with_capacity(todo.len());
         for id in todo {
             match obs.capture(id).await {
@@ -502,6 +517,7 @@ impl Daemon {
                 continue;
             };
             p.needs_capture = false;
+            p.captured_at = Some(now);
             let fx = p.classify(now, &self.catalog, screen);
             self.on_pane_effects(id, fx);
         }

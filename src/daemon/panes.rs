@@ -85,6 +85,8 @@ pub struct PaneEntry {
     pub signals: PaneSignals,
     /// When the foreground was last read.
     pub probed_at: Option<Instant>,
+    /// When the screen was last captured.
+    pub captured_at: Option<Instant>,
 }
 
 /// Output re-probes a pane's foreground at most this often.
@@ -117,6 +119,7 @@ impl PaneEntry {
             tracker: Tracker::new(now),
             signals: PaneSignals::new(),
             probed_at: None,
+            captured_at: None,
         }
     }
 
