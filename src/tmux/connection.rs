@@ -23,8 +23,10 @@ pub struct ConnId(pub u64);
 /// What a connection tells its owner.
 #[derive(Debug)]
 pub enum ConnEvent {
-    /// A notification (never a reply to one of our commands).
-    Notification(Notification),
+    /// The notifications of one read, in order (never replies to our commands). Consecutive
+    /// output of one pane is merged into one `Output`: a pane that streams costs one event per
+    /// read, not one per line.
+    Batch(Vec<Notification>),
     /// The client ended (stdout closed); the reason from `%exit` when tmux gave one.
     Closed(Option<String>),
 }
@@ -172,6 +174,7 @@ async fn read_loop(
             Ok(n) => n,
         };
         splitter.feed(&buf[..n], |line| out.extend(decoder.decode(line)));
+        let mut batch: Vec<Notification> = Vec::new();
         for note in out.drain(..) {
             match note {
                 Notification::Reply(r) if r.from_client => {
@@ -195,15 +198,21 @@ async fn read_loop(
                             let _ = r.send(());
                         }
                     }
-                    if events
-                        .send((id, ConnEvent::Notification(other)))
-                        .await
-                        .is_err()
-                    {
-                        break 'read;
+                    match (batch.last_mut(), other) {
+                        (
+                            Some(Notification::Output {
+                                pane: last,
+                                data: acc,
+                            }),
+                            Notification::Output { pane, data },
+                        ) if *last == pane => acc.extend_from_slice(&data),
+                        (_, other) => batch.push(other),
                     }
                 }
             }
+        }
+        if !batch.is_empty() && events.send((id, ConnEvent::Batch(batch))).await.is_err() {
+            break 'read;
         }
     }
     if let Ok(mut p) = pending.lock() {

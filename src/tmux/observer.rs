@@ -84,6 +84,8 @@ pub struct Observer {
     rx: mpsc::Receiver<(ConnId, ConnEvent)>,
     inventory: Inventory,
     dirty: HashSet<PaneId>,
+    /// Notifications received but not yet reported.
+    queued: std::collections::VecDeque<(ConnId, Notification)>,
     /// `pid␟start_time` of the server: distinguishes a restarted server reusing ids.
     server_identity: String,
 }
@@ -117,6 +119,7 @@ impl Observer {
             rx,
             inventory: Inventory::default(),
             dirty: HashSet::new(),
+            queued: std::collections::VecDeque::new(),
             server_identity: String::new(),
         };
         obs.attach(first).await?;
@@ -290,6 +293,11 @@ impl Observer {
     /// Waits for the next thing worth reporting. Cancel-safe.
     pub async fn next(&mut self) -> Observed {
         loop {
+            while let Some((id, n)) = self.queued.pop_front() {
+                if let Some(o) = self.on_notification(id, n) {
+                    return o;
+                }
+            }
             let Some((id, ev)) = self.rx.recv().await else {
                 return Observed::ServerGone;
             };
@@ -307,10 +315,8 @@ impl Observer {
                     }
                     return Observed::Structure;
                 }
-                ConnEvent::Notification(n) => {
-                    if let Some(o) = self.on_notification(id, n) {
-                        return o;
-                    }
+                ConnEvent::Batch(notes) => {
+                    self.queued.extend(notes.into_iter().map(|n| (id, n)));
                 }
             }
         }
