@@ -9,28 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 /// The four display switches of S5.3 (description, waiting reason, progress, subtasks).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Display {
-    /// Show what the program does / did.
-    pub description: bool,
-    /// Show what a blocked program waits for.
-    pub waiting_reason: bool,
-    /// Show progress.
-    pub progress: bool,
-    /// Show subtasks.
-    pub subtasks: bool,
-}
-
-impl Default for Display {
-    fn default() -> Self {
-        Display {
-            description: true,
-            waiting_reason: true,
-            progress: true,
-            subtasks: true,
-        }
-    }
-}
+pub type Display = crate::effects::notification::DisplaySwitches;
 
 /// The effective configuration.
 #[derive(Clone, Debug, PartialEq, Serialize)]

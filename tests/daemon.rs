@@ -375,39 +375,6 @@ fn replayed_codex_output_reports_the_states_the_real_run_emitted() {
     );
 }
 
-/// A real client attached in a pseudo-terminal; killed on drop.
-struct Client(std::process::Child);
-
-impl Client {
-    fn attach(tmux: &Tmux, session: &str) -> Client {
-        let cmd = format!(
-            "stty cols 120 rows 40; exec tmux -L {} attach -t {session}",
-            tmux.name
-        );
-        let child = std::process::Command::new("script")
-            .args(["-qfc", &cmd, "/dev/null"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("script");
-        wait_for(10, "client attached", || {
-            tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
-                .lines()
-                .any(|l| l == "0")
-                .then_some(())
-        });
-        Client(child)
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn window_option(tmux: &Tmux, window: &str, name: &str) -> String {
     tmux.try_cmd(&["show-options", "-wqv", "-t", window, name])
         .unwrap_or_default()
@@ -433,7 +400,7 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
         .to_string();
     let other = tmux.new_window("proj", None);
     tmux.cmd(&["select-window", "-t", &other]);
-    let _client = Client::attach(&tmux, "proj");
+    let _client = support::Client::attach(&tmux, "proj", 120, 40);
     let mut d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     wait_for(10, "claude identified", || {

@@ -513,17 +513,7 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
         .to_string();
     tmux.new_session("elsewhere", None);
     // The person's client shows the agent's window.
-    let attach = format!(
-        "stty cols 120 rows 40; exec tmux -L {} attach -t proj",
-        tmux.name
-    );
-    let mut client = Command::new("script")
-        .args(["-qfc", &attach, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script");
+    let client = support::Client::attach(&tmux, "proj", 120, 40);
     let person_window = |t: &support::Tmux| {
         t.cmd(&[
             "list-clients",
@@ -606,6 +596,5 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
     });
     let active = tmux.cmd(&["display-message", "-p", "-t", &window, "#{pane_id}"]);
     assert_eq!(active.trim(), pane);
-    let _ = client.kill();
-    let _ = client.wait();
+    drop(client);
 }

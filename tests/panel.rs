@@ -4,7 +4,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -117,17 +116,7 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
     let r1 = tmux.new_session("beta", Some(&reporter.display().to_string()));
     let r2 = tmux.new_session("gamma", Some(&reporter.display().to_string()));
     let panel_pane = tmux.new_session("panel", None);
-    let attach = format!(
-        "stty cols 120 rows 40; exec tmux -L {} attach -t panel",
-        tmux.name
-    );
-    let mut client = Command::new("script")
-        .args(["-qfc", &attach, "/dev/null"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("script");
+    let client = support::Client::attach(&tmux, "panel", 120, 40);
     let d = support::Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     support::wait_for(10, "panes listed", || env.pane_row(&tmux, &r2));
@@ -190,6 +179,5 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
             .any(|l| l == format!("0 gamma {r2}"))
             .then_some(())
     });
-    let _ = client.kill();
-    let _ = client.wait();
+    drop(client);
 }

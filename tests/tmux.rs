@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use support::{script, wait_for, Daemon, Env, Tmux};
 use thinkterm_sidecar::tmux::observer::{Observed, Observer};
@@ -165,17 +165,7 @@ fn window_sizes_are_unchanged_by_the_sidecar() {
     tmux.new_session("sized", None);
     tmux.new_session("other", None);
     // A real client in a pseudo-terminal of 100x30.
-    let attach = format!(
-        "stty cols 100 rows 30; exec tmux -L {} attach -t sized",
-        tmux.name
-    );
-    let mut client = Command::new("script")
-        .args(["-qfc", &attach, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script");
+    let client = support::Client::attach(&tmux, "sized", 100, 30);
     let size = || {
         tmux.cmd(&[
             "display-message",
@@ -210,8 +200,7 @@ fn window_sizes_are_unchanged_by_the_sidecar() {
         "120x40",
         "a session only the sidecar attaches to keeps its size"
     );
-    let _ = client.kill();
-    let _ = client.wait();
+    drop(client);
 }
 
 /// Runs the observer directly (no daemon) with a current-thread runtime.
@@ -296,17 +285,7 @@ fn focus_changes_reach_the_observer_through_hooks() {
     let mut tmux = Tmux::new();
     tmux.new_session("focus", None);
     tmux.cmd(&["set-option", "-g", "focus-events", "on"]);
-    let attach = format!(
-        "stty cols 100 rows 30; exec tmux -L {} attach -t focus",
-        tmux.name
-    );
-    let mut client = Command::new("script")
-        .args(["-qfc", &attach, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("script");
+    let mut client = support::Client::attach(&tmux, "focus", 100, 30);
     wait_for(10, "client attached", || {
         tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
             .lines()
@@ -318,7 +297,7 @@ fn focus_changes_reach_the_observer_through_hooks() {
         assert_eq!(person(obs), Some(true));
         // The terminal reports focus out (CSI O) through the client's pty.
         use std::io::Write;
-        let stdin = client.stdin.as_mut().unwrap();
+        let stdin = client.0.stdin.as_mut().unwrap();
         stdin.write_all(b"\x1b[O").unwrap();
         stdin.flush().unwrap();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -337,6 +316,5 @@ fn focus_changes_reach_the_observer_through_hooks() {
     });
     let hooks = tmux.cmd(&["show-hooks", "-g"]);
     assert!(!hooks.contains("thinkterm"), "hooks left behind: {hooks}");
-    let _ = client.kill();
-    let _ = client.wait();
+    drop(client);
 }

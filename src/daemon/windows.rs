@@ -377,12 +377,13 @@ impl Daemon {
             progress: status.as_ref().and_then(|s| s.progress),
             subtasks: status.map(|s| s.subtasks).unwrap_or_default(),
         };
-        let display = notification::DisplaySwitches {
-            description: self.config.config.display.description,
-            waiting_reason: self.config.config.display.waiting_reason,
-            progress: self.config.config.display.progress,
-            subtasks: self.config.config.display.subtasks,
-        };
+        // The panel's saved view options apply to notifications too (S5.8); without a saved
+        // panel file, the config's switches.
+        let display = crate::panel::ViewOptions::load(&crate::panel::default_options_path())
+            .ok()
+            .filter(|_| crate::panel::default_options_path().exists())
+            .map(|o| o.display)
+            .unwrap_or(self.config.config.display);
         let note = notification::build(&input, &display, self.desktop_entry.as_deref());
         if let Some(note) = self.throttle.offer(Instant::now(), window, note) {
             self.send_note(note);

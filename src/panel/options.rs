@@ -142,30 +142,8 @@ impl ShowStates {
     }
 }
 
-/// The four display switches (S5.3), shared with the hover card and the notifications.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DisplaySwitches {
-    /// What the program does, did, or why it stopped.
-    pub description: bool,
-    /// What a blocked program waits for, as a tag.
-    pub waiting_reason: bool,
-    /// The progress bar.
-    pub progress: bool,
-    /// The subtasks line and list.
-    pub subtasks: bool,
-}
-
-impl Default for DisplaySwitches {
-    fn default() -> Self {
-        DisplaySwitches {
-            description: true,
-            waiting_reason: true,
-            progress: true,
-            subtasks: true,
-        }
-    }
-}
+/// The four display switches (S5.3), shared with the notifications.
+pub use crate::effects::notification::DisplaySwitches;
 
 /// Everything the view menu chooses; saved as JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]

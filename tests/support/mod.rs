@@ -291,3 +291,38 @@ pub fn script(path: &Path, body: &str) {
     std::fs::write(path, body).expect("write script");
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
+
+/// A person's tmux client attached in a pseudo-terminal of the given size (`script`), killed
+/// on drop. Its stdin reaches the client's terminal (send `ESC [ O` for a focus-out).
+pub struct Client(pub Child);
+
+impl Client {
+    /// Attaches to `session` and waits until tmux lists the client.
+    pub fn attach(tmux: &Tmux, session: &str, cols: u32, rows: u32) -> Client {
+        let cmd = format!(
+            "stty cols {cols} rows {rows}; exec tmux -L {} attach -t {session}",
+            tmux.name
+        );
+        let child = Command::new("script")
+            .args(["-qfc", &cmd, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("script");
+        wait_for(10, "client attached", || {
+            tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+                .lines()
+                .any(|l| l == "0")
+                .then_some(())
+        });
+        Client(child)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
