@@ -120,8 +120,8 @@ async fn serve(bus: &Bus) -> (zbus::Connection, Arc<Mutex<Vec<Call>>>) {
     (conn, calls)
 }
 
-async fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
-    let end = tokio::time::Instant::now() + DEADLINE;
+async fn wait_until_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < end {
         if cond() {
             return true;
@@ -129,6 +129,10 @@ async fn wait_until(mut cond: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     cond()
+}
+
+async fn wait_until(cond: impl FnMut() -> bool) -> bool {
+    wait_until_for(DEADLINE, cond).await
 }
 
 fn note(message: &str) -> notification::Note {
@@ -597,4 +601,100 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
     let active = tmux.cmd(&["display-message", "-p", "-t", &window, "#{pane_id}"]);
     assert_eq!(active.trim(), pane);
     drop(client);
+}
+
+/// With `focus-events on`, tmux knows whether the person's terminal has focus: nothing is sent
+/// while it has (even for a window it does not show); after the terminal reports focus-out
+/// (`ESC [ O` into the client's pty), the next block is notified.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
+    use std::io::Write;
+    let blocked = Path::new(FIXTURES).join("claude-code/2.1.328/008-blocked.txt");
+    let working = Path::new(FIXTURES).join("claude-code/2.1.328/003-working.txt");
+    if !blocked.exists() {
+        eprintln!("skipped: fixtures not found at {FIXTURES}");
+        return;
+    }
+    let bus = Bus::start();
+    let (_server, calls) = serve(&bus).await;
+    let mut tmux = support::Tmux::new();
+    let mut env = support::Env::new();
+    env.effects = true;
+    env.vars
+        .push(("DBUS_SESSION_BUS_ADDRESS".into(), bus.address.clone()));
+    env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
+    let agent = env.path("bin/claude");
+    support::script(
+        &agent,
+        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
+    );
+    let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
+    tmux.new_session("elsewhere", None);
+    tmux.cmd(&["set-option", "-g", "focus-events", "on"]);
+    let mut client = support::Client::attach(&tmux, "elsewhere", 120, 40);
+    let d = support::Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    support::wait_for(10, "claude", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
+    tmux.type_line(&pane, &blocked.display().to_string());
+    support::wait_for(10, "blocked", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "blocked")
+    });
+    let window = tmux
+        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
+        .trim()
+        .to_string();
+    support::wait_for(10, "mark", || {
+        (tmux
+            .cmd(&["show-options", "-wqv", "-t", &window, "@thinkterm_mark"])
+            .trim()
+            == "attention")
+            .then_some(())
+    });
+    assert!(
+        calls.lock().unwrap().is_empty(),
+        "the terminal has focus: no notification"
+    );
+    // The terminal loses focus; tmux's hook reaches the daemon.
+    let stdin = client.0.stdin.as_mut().unwrap();
+    stdin.write_all(b"\x1b[O").unwrap();
+    stdin.flush().unwrap();
+    support::wait_for(10, "client unfocused", || {
+        let flags = tmux.cmd(&[
+            "list-clients",
+            "-F",
+            "#{client_control_mode} #{client_flags}",
+        ]);
+        flags
+            .lines()
+            .any(|l| l.starts_with("0 ") && !l.contains("focused"))
+            .then_some(())
+    });
+    // tmux reports the focus counter's change within its one-second subscription check; until
+    // the daemon has seen it a new block is (rightly) not notified, so block again until one is.
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while calls.lock().unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no notification after focus-out"
+        );
+        tmux.type_line(&pane, &working.display().to_string());
+        support::wait_for(10, "working", || {
+            env.pane_row(&tmux, &pane)
+                .filter(|r| r["state"] == "working")
+        });
+        tmux.type_line(&pane, &blocked.display().to_string());
+        support::wait_for(10, "blocked", || {
+            env.pane_row(&tmux, &pane)
+                .filter(|r| r["state"] == "blocked")
+        });
+        let _ = wait_until_for(Duration::from_millis(700), || {
+            !calls.lock().unwrap().is_empty()
+        })
+        .await;
+    }
+    assert!(calls.lock().unwrap()[0].summary.contains("waiting for you"));
 }
