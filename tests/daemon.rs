@@ -7,17 +7,6 @@ use support::{script, wait_for, Daemon, Env, Tmux};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/agents");
 
-/// A fake agent named `name` that draws the given fixture frames, one per line read on stdin
-/// (so the test decides when the screen changes).
-fn fake_agent(env: &Env, name: &str) -> std::path::PathBuf {
-    let path = env.path(&format!("bin/{name}"));
-    script(
-        &path,
-        "#!/bin/bash\n# Draws each file named on stdin, full screen, like a TUI redraw.\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
-    );
-    path
-}
-
 fn fixture(rel: &str) -> Option<String> {
     let p = std::path::Path::new(FIXTURES).join(rel);
     p.exists().then(|| p.display().to_string())
@@ -32,7 +21,7 @@ fn a_live_agent_pane_is_classified_from_its_screen() {
     let working = fixture("claude-code/2.1.328/003-working.txt").unwrap();
     let mut tmux = Tmux::new();
     let env = Env::new();
-    let agent = fake_agent(&env, "claude");
+    let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
@@ -67,7 +56,7 @@ fn overrides_replace_and_add_agents_and_reload_without_restart() {
     let env = Env::new();
     let rules = env.path("config/thinkterm/agent-detection");
     std::fs::create_dir_all(&rules).unwrap();
-    let agent = fake_agent(&env, "zork-agent");
+    let agent = support::drawing_agent(&env, "zork-agent");
     let screen = env.path("screen.txt");
     std::fs::write(
         &screen,
@@ -195,7 +184,7 @@ fn events_show_each_transition_once_in_order_with_its_source() {
     let blocked = fixture("claude-code/2.1.328/008-blocked.txt").unwrap();
     let mut tmux = Tmux::new();
     let env = Env::new();
-    let agent = fake_agent(&env, "claude");
+    let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("ev", Some(&agent.display().to_string()));
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
@@ -392,7 +381,7 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
     let blocked = fixture("claude-code/2.1.328/008-blocked.txt").unwrap();
     let mut tmux = Tmux::new();
     let env = Env::new();
-    let agent = fake_agent(&env, "claude");
+    let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
     let window = tmux
         .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])

@@ -505,11 +505,7 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
     env.vars
         .push(("DBUS_SESSION_BUS_ADDRESS".into(), bus.address.clone()));
     env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
-    let agent = env.path("bin/claude");
-    support::script(
-        &agent,
-        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
-    );
+    let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
     let window = tmux
         .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
@@ -623,11 +619,7 @@ async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
     env.vars
         .push(("DBUS_SESSION_BUS_ADDRESS".into(), bus.address.clone()));
     env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
-    let agent = env.path("bin/claude");
-    support::script(
-        &agent,
-        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
-    );
+    let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
     tmux.new_session("elsewhere", None);
     tmux.cmd(&["set-option", "-g", "focus-events", "on"]);

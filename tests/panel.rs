@@ -102,11 +102,7 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
     let bin = env!("CARGO_BIN_EXE_thinkterm-sidecar");
     let mut tmux = support::Tmux::new();
     let env = support::Env::new();
-    let claude = env.path("bin/claude");
-    support::script(
-        &claude,
-        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
-    );
+    let claude = support::drawing_agent(&env, "claude");
     let reporter = env.path("bin/reporter.sh");
     support::script(
         &reporter,

@@ -326,3 +326,15 @@ impl Drop for Client {
         let _ = self.0.wait();
     }
 }
+
+/// A fake agent named `name` (its process name is what identifies it) that draws each file
+/// named on its stdin full screen, like a TUI redraw: the test types a frame's path to change
+/// the screen.
+pub fn drawing_agent(env: &Env, name: &str) -> PathBuf {
+    let path = env.path(&format!("bin/{name}"));
+    script(
+        &path,
+        "#!/bin/bash\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
+    );
+    path
+}
