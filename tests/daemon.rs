@@ -441,3 +441,38 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
     tmux.cmd(&["select-window", "-t", &window]);
     mark("idle");
 }
+
+#[test]
+fn an_agent_behind_ssh_is_recognised_by_its_screen_and_title() {
+    let Some(blocked) = fixture("claude-code/2.1.328/008-blocked.txt") else {
+        eprintln!("skipped: fixtures not found at {FIXTURES}");
+        return;
+    };
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    // An `ssh` stand-in: the remote Claude Code sets its title and draws its screen.
+    let ssh = env.path("bin/ssh");
+    script(
+        &ssh,
+        "#!/bin/bash\nread -r\nprintf '\\033]0;✳ Claude Code\\007'\nwhile read -r f; do printf '\\033[H\\033[2J'; cat \"$f\"; done\n",
+    );
+    let pane = tmux.new_session("remote", Some(&format!("{} devbox", ssh.display())));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "process-less", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["process_less"] == true)
+    });
+    assert_eq!(
+        env.pane_row(&tmux, &pane).unwrap()["agent"],
+        serde_json::Value::Null
+    );
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    tmux.type_line(&pane, &blocked);
+    let row = wait_for(10, "claude behind ssh, blocked", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude" && r["state"] == "blocked")
+    });
+    assert_eq!(row["process_less"], true);
+    assert_eq!(row["source"], "screen_rule");
+}

@@ -483,7 +483,7 @@ impl Daemon {
             .collect();
         for id in dirty {
             match self.panes.get(&id) {
-                Some(p) if p.agent().is_some() => todo.push(id),
+                Some(p) if p.wants_capture() => todo.push(id),
                 _ => obs.clear_dirty(id),
             }
         }

@@ -87,6 +87,8 @@ pub struct PaneEntry {
     pub probed_at: Option<Instant>,
     /// When the screen was last captured.
     pub captured_at: Option<Instant>,
+    /// The agent a process-less pane's screen looks like (manifest fingerprints).
+    pub fingerprint: Option<String>,
 }
 
 /// Output re-probes a pane's foreground at most this often.
@@ -120,6 +122,7 @@ impl PaneEntry {
             signals: PaneSignals::new(),
             probed_at: None,
             captured_at: None,
+            fingerprint: None,
         }
     }
 
@@ -147,18 +150,15 @@ impl PaneEntry {
             tracing::debug!(pid = self.pid, ?identity, "pane identity");
             self.identity = identity;
             self.verdict = None;
+            self.fingerprint = None;
             // S9.4: what the previous program sent never reaches the next one's rules.
             self.osc_title = None;
             self.osc_progress = None;
             self.signals.reset();
         }
-        let input = FgInput {
-            agent: self.agent().map(str::to_string),
-            pid: self.fg.tpgid,
-            observable: !matches!(self.identity, Identity::ProcessLess { .. }),
-            at_shell: self.fg.at_shell,
-        };
-        let mut fx = self.tracker.on_input(now, PaneInput::Foreground(input));
+        let mut fx = self
+            .tracker
+            .on_input(now, PaneInput::Foreground(self.fg_input()));
         if self.signals.user_var().is_some() {
             // Authority depends on time and on whether the reporter still runs.
             fx.extend(self.feed_user_var(now, unix_ms() / 1000));
@@ -168,7 +168,7 @@ impl PaneEntry {
 
     /// Whether new output should lead to a capture (an agent runs here).
     pub fn wants_capture(&self) -> bool {
-        self.agent().is_some()
+        self.agent().is_some() || matches!(self.identity, Identity::ProcessLess { .. })
     }
 
     /// The snapshot the rules see.
@@ -183,7 +183,32 @@ impl PaneEntry {
     /// Classifies a freshly captured screen and tells the tracker.
     pub fn classify(&mut self, now: Instant, catalog: &Catalog, screen: String) -> Vec<PaneEffect> {
         self.screen = screen;
-        self.reclassify(now, catalog)
+        let mut fx = Vec::new();
+        if matches!(self.identity, Identity::ProcessLess { .. }) {
+            let found = catalog
+                .fingerprint(&self.screen, self.osc_title.as_deref())
+                .map(str::to_string);
+            if found != self.fingerprint {
+                tracing::debug!(agent = ?found, "screen fingerprint behind a process-less program");
+                self.fingerprint = found;
+                self.verdict = None;
+                fx.extend(
+                    self.tracker
+                        .on_input(now, PaneInput::Foreground(self.fg_input())),
+                );
+            }
+        }
+        fx.extend(self.reclassify(now, catalog));
+        fx
+    }
+
+    fn fg_input(&self) -> FgInput {
+        FgInput {
+            agent: self.agent().map(str::to_string),
+            pid: self.fg.tpgid,
+            observable: !matches!(self.identity, Identity::ProcessLess { .. }),
+            at_shell: self.fg.at_shell,
+        }
     }
 
     /// Classifies the last screen again (rules or title changed).
@@ -331,7 +356,9 @@ impl PaneEntry {
     pub fn agent(&self) -> Option<&str> {
         match &self.identity {
             Identity::Agent { agent, .. } => Some(agent),
-            _ => None,
+            // Behind ssh, mosh or a nested multiplexer: what the screen looks like.
+            Identity::ProcessLess { .. } => self.fingerprint.as_deref(),
+            Identity::Other => None,
         }
     }
 
