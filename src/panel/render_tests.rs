@@ -1,12 +1,20 @@
 //! Rendering tests on ratatui's TestBackend: cards, icons, state words, grouping, empty lists.
 
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
 use ratatui::{backend::TestBackend, Terminal};
 
-use super::model::PanelModel;
-use super::options::{Grouping, ViewOptions};
+use super::keys::handle_key;
+use super::model::{PanelModel, Screen};
+use super::options::{Grouping, SortOrder, ViewOptions};
+use super::theme;
 use crate::ids::{PaneId, SessionId, WindowId};
-use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, SCHEMA_VERSION};
-use crate::state::AgentState;
+use crate::ipc::schema::{
+    PaneRow, Reply, Request, StateSource, Subtask, WindowMark, WindowRow, SCHEMA_VERSION,
+};
+use crate::state::{AgentState, BlockedKind};
 
 fn pane(id: u32, session: &str, state: Option<AgentState>, title: &str) -> PaneRow {
     PaneRow {
@@ -111,4 +119,153 @@ fn state_grouping_icons_and_words() {
         40,
     );
     assert!(s.contains("1: Thread 1") && s.contains(" proj  4"), "{s}");
+}
+
+/// The panel drawn with `render` into a fresh buffer of `w`×`h` at `now_ms`.
+fn draw(m: &PanelModel, w: u16, h: u16, now_ms: u64) -> Buffer {
+    let area = Rect::new(0, 0, w, h);
+    let mut buf = Buffer::empty(area);
+    super::render::render(m, area, &mut buf, now_ms);
+    buf
+}
+
+/// The symbols of row `y`.
+fn row(buf: &Buffer, y: u16) -> String {
+    (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect()
+}
+
+/// The whole buffer as text, one line per row.
+fn text(buf: &Buffer) -> String {
+    (0..buf.area.height).map(|y| row(buf, y) + "\n").collect()
+}
+
+/// Where `needle` starts (cell x, row y), matching one char per cell.
+fn find(buf: &Buffer, needle: &str) -> Option<(u16, u16)> {
+    let chars: Vec<String> = needle.chars().map(String::from).collect();
+    let n = chars.len() as u16;
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width.saturating_sub(n - 1) {
+            if (0..n).all(|k| buf[(x + k, y)].symbol() == chars[k as usize]) {
+                return Some((x, y));
+            }
+        }
+    }
+    None
+}
+
+fn at(buf: &Buffer, needle: &str) -> (u16, u16) {
+    find(buf, needle).unwrap_or_else(|| panic!("{needle:?} not on screen:\n{}", text(buf)))
+}
+
+fn key(m: &mut PanelModel, c: KeyCode) -> super::keys::Outcome {
+    handle_key(m, KeyEvent::new(c, KeyModifiers::NONE))
+}
+
+fn sub(id: &str, state: AgentState, done: bool) -> Subtask {
+    Subtask {
+        id: id.into(),
+        state,
+        done,
+        msg: None,
+    }
+}
+
+#[test]
+fn subtasks_fold_into_a_count_and_unfold_to_five_coloured_dots_then_more() {
+    let mut p = pane(1, "proj", Some(AgentState::Working), "build");
+    p.subtasks = vec![
+        sub("lint", AgentState::Error, false),
+        sub("ask", AgentState::Blocked, false),
+        sub("compile", AgentState::Working, false),
+        sub("test", AgentState::Working, false),
+        sub("docs", AgentState::Idle, true),
+        sub("bench", AgentState::Idle, true),
+        sub("fuzz", AgentState::Idle, false),
+    ];
+    let mut m = model(vec![p], ViewOptions::default());
+    let b = draw(&m, 70, 24, 0);
+    let s = text(&b);
+    at(
+        &b,
+        "▸ 7 subtasks: 1 failed, 1 waiting, 2 working, 2 done, 1 idle",
+    );
+    assert!(!s.contains('●') && !s.contains("compile"), "folded: {s}");
+
+    assert_eq!(m.selected, Some(PaneId(1)));
+    key(&mut m, KeyCode::Char('s'));
+    let b = draw(&m, 70, 24, 0);
+    let s = text(&b);
+    let (_, count_y) = at(&b, "▾ 7 subtasks");
+    let expect = [
+        ("lint", theme::RED),
+        ("ask", theme::AMBER),
+        ("compile", theme::BLUE),
+        ("test", theme::BLUE),
+        ("docs", theme::GREEN),
+    ];
+    let (x, first_y) = at(&b, "●");
+    assert_eq!(first_y, count_y + 1, "the list follows the counting line");
+    for (i, (id, colour)) in expect.iter().enumerate() {
+        let y = count_y + 1 + i as u16;
+        assert_eq!(b[(x, y)].symbol(), "●", "row {y}: {}", row(&b, y));
+        assert_eq!(b[(x, y)].fg, *colour, "dot colour of {id}");
+        assert!(row(&b, y).contains(id), "{id} on row {y}: {s}");
+    }
+    assert_eq!(s.matches('●').count(), 5, "only the first five: {s}");
+    assert!(!s.contains("bench") && !s.contains("fuzz"), "{s}");
+    assert!(row(&b, count_y + 6).contains("2 more"), "{s}");
+
+    key(&mut m, KeyCode::Char('s'));
+    assert!(!text(&draw(&m, 70, 24, 0)).contains('●'), "folds again");
+}
+
+#[test]
+fn a_description_that_does_not_fit_fades_at_the_end_instead_of_wrapping() {
+    let mut long = pane(1, "proj", Some(AgentState::Idle), "long");
+    long.message = Some("Refactored the parser and then rewrote all the tests twice over".into());
+    let mut short = pane(2, "proj", Some(AgentState::Idle), "short");
+    short.message = Some("All green".into());
+    let m = model(vec![long, short], ViewOptions::default());
+    let b = draw(&m, 40, 24, 0);
+    let (x0, y) = at(&b, "Refactored the");
+    // A card line runs from x = 2 to the last cell before the one-cell margin (x = 38).
+    let last = 38;
+    let shades = [
+        Color::Indexed(245),
+        Color::Indexed(241),
+        Color::Indexed(238),
+    ];
+    for (k, shade) in shades.iter().enumerate() {
+        let c = &b[(last - 2 + k as u16, y)];
+        assert!(c.modifier.contains(Modifier::DIM), "cell {k} of the fade");
+        assert_eq!(c.fg, *shade, "fade shade {k}");
+        assert_ne!(c.symbol(), " ", "the fade dims text, it does not blank it");
+    }
+    let before = &b[(last - 3, y)];
+    assert!(!before.modifier.contains(Modifier::DIM), "only the end fades");
+    assert_eq!(x0, 2);
+    // No wrapping: the rest of the text is nowhere, the next row is the location.
+    let s = text(&b);
+    assert!(!s.contains("twice"), "{s}");
+    assert!(row(&b, y + 1).contains("Idle · proj · Thread 1"), "{s}");
+    // A description that fits is not dimmed.
+    let (sx, sy) = at(&b, "All green");
+    for x in sx..sx + 9 {
+        assert!(!b[(x, sy)].modifier.contains(Modifier::DIM), "{s}");
+    }
+}
+
+#[test]
+fn a_long_path_in_a_description_shortens_to_its_last_folder_on_a_narrow_card() {
+    let mut p = pane(1, "proj", Some(AgentState::Idle), "t");
+    p.message = Some("Editing /home/me/work/thinkterm/src/panel now".into());
+    let m = model(vec![p], ViewOptions::default());
+    let narrow = text(&draw(&m, 40, 24, 0));
+    assert!(narrow.contains("Editing panel now"), "{narrow}");
+    assert!(!narrow.contains("/home"), "{narrow}");
+    let wide = text(&draw(&m, 100, 24, 0));
+    assert!(
+        wide.contains("Editing /home/me/work/thinkterm/src/panel now"),
+        "fits, unchanged: {wide}"
+    );
 }
