@@ -269,3 +269,106 @@ fn a_long_path_in_a_description_shortens_to_its_last_folder_on_a_narrow_card() {
         "fits, unchanged: {wide}"
     );
 }
+
+#[test]
+fn grouping_none_has_no_headings_and_the_sort_switches_between_fixed_and_recent() {
+    let mut a = pane(1, "alpha", Some(AgentState::Idle), "first");
+    a.since_ms = 100;
+    let mut b = pane(2, "beta", Some(AgentState::Blocked), "second");
+    b.since_ms = 50;
+    let mut c = pane(3, "gamma", Some(AgentState::Working), "third");
+    c.since_ms = 300;
+    let panes = vec![c, a, b];
+    let mut o = ViewOptions {
+        grouping: Grouping::None,
+        ..Default::default()
+    };
+    let buf = draw(&model(panes.clone(), o), 60, 24, 0);
+    let s = text(&buf);
+    for heading in [" Needs attention", " Running", " Idle ", " Done"] {
+        assert!(
+            !(1..23).any(|y| row(&buf, y).starts_with(heading)),
+            "no heading {heading:?}: {s}"
+        );
+    }
+    let y = |t: &str| at(&buf, t).1;
+    assert!(
+        y("first") < y("second") && y("second") < y("third"),
+        "fixed: by session: {s}"
+    );
+    assert_eq!(y("first"), 1, "the first card starts right under the header: {s}");
+
+    o.sort = SortOrder::Recent;
+    let buf = draw(&model(panes, o), 60, 24, 0);
+    let s = text(&buf);
+    let y = |t: &str| at(&buf, t).1;
+    assert!(
+        y("third") < y("first") && y("first") < y("second"),
+        "recent activity: latest change first: {s}"
+    );
+}
+
+#[test]
+fn a_narrow_and_a_wide_popup_draw_the_same_snapshot_with_the_icon_at_the_right_edge() {
+    let mut w = pane(1, "proj", Some(AgentState::Working), "build it");
+    w.message = Some("Compiling the whole workspace with every feature turned on".into());
+    let mut q = pane(2, "proj", Some(AgentState::Blocked), "asks");
+    q.kind = Some(BlockedKind::Permission);
+    q.message = Some("May I run cargo?".into());
+    let e = pane(3, "proj", Some(AgentState::Error), "broke");
+    let m = model(vec![w, q, e], ViewOptions::default());
+    for width in [40u16, 160] {
+        let b = draw(&m, width, 24, 1234);
+        let s = text(&b);
+        assert!(row(&b, 0).starts_with(" Agents"), "{s}");
+        for (title, icon) in [("build it", theme::SPINNER[12 % 10]), ("asks", "⚠"), ("broke", "✗")] {
+            let (_, y) = at(&b, title);
+            // The icon sits in the last cell before the one-cell margin.
+            assert_eq!(b[(width - 2, y)].symbol(), icon, "{title} at {width}: {s}");
+            assert_eq!(b[(width - 1, y)].symbol(), " ", "{s}");
+        }
+        assert!(s.contains(" permission "), "waiting tag: {s}");
+        let full = s.contains("Compiling the whole workspace with every feature turned on");
+        assert_eq!(full, width == 160, "fits only when wide: {s}");
+    }
+}
+
+#[test]
+fn the_card_of_the_origin_windows_active_pane_is_raised() {
+    let other = pane(1, "proj", Some(AgentState::Idle), "other");
+    let active = pane(2, "proj", Some(AgentState::Idle), "active");
+    // The popup was opened from a shell pane beside the active agent, in the same window.
+    let mut shell = pane(3, "proj", None, "zsh");
+    shell.window = WindowId(2);
+    shell.active = false;
+    shell.agent = None;
+    shell.agent_name = None;
+    let mut m = PanelModel::new(ViewOptions::default(), Some(PaneId(3)));
+    m.apply(
+        Reply::Snapshot {
+            schema: SCHEMA_VERSION,
+            panes: vec![other, active, shell],
+            windows: vec![],
+        },
+        0,
+    );
+    assert_eq!(m.raised(), Some(PaneId(2)));
+    let b = draw(&m, 50, 24, 0);
+    let bg = |t: &str| {
+        let (x, y) = at(&b, t);
+        b[(x, y)].bg
+    };
+    assert_eq!(bg("active"), theme::RAISED_BG);
+    assert_eq!(bg("other"), theme::CARD_BG);
+    // Whole card rows carry the background, the location line too.
+    let (_, loc_y) = at(&b, "proj · Thread 2");
+    assert_eq!(b[(45, loc_y)].bg, theme::RAISED_BG);
+    // Brighter: both on xterm's grey ramp (232..=255), the raised one further up.
+    match (theme::RAISED_BG, theme::CARD_BG) {
+        (Color::Indexed(r), Color::Indexed(c)) => {
+            assert!((232..=255).contains(&r) && (232..=255).contains(&c) && r > c)
+        }
+        other => panic!("unexpected card colours {other:?}"),
+    }
+    assert_eq!(m.selected, Some(PaneId(2)), "the raised card starts selected");
+}
