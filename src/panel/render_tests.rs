@@ -242,7 +242,10 @@ fn a_description_that_does_not_fit_fades_at_the_end_instead_of_wrapping() {
         assert_ne!(c.symbol(), " ", "the fade dims text, it does not blank it");
     }
     let before = &b[(last - 3, y)];
-    assert!(!before.modifier.contains(Modifier::DIM), "only the end fades");
+    assert!(
+        !before.modifier.contains(Modifier::DIM),
+        "only the end fades"
+    );
     assert_eq!(x0, 2);
     // No wrapping: the rest of the text is nowhere, the next row is the location.
     let s = text(&b);
@@ -296,7 +299,11 @@ fn grouping_none_has_no_headings_and_the_sort_switches_between_fixed_and_recent(
         y("first") < y("second") && y("second") < y("third"),
         "fixed: by session: {s}"
     );
-    assert_eq!(y("first"), 1, "the first card starts right under the header: {s}");
+    assert_eq!(
+        y("first"),
+        1,
+        "the first card starts right under the header: {s}"
+    );
 
     o.sort = SortOrder::Recent;
     let buf = draw(&model(panes, o), 60, 24, 0);
@@ -321,7 +328,11 @@ fn a_narrow_and_a_wide_popup_draw_the_same_snapshot_with_the_icon_at_the_right_e
         let b = draw(&m, width, 24, 1234);
         let s = text(&b);
         assert!(row(&b, 0).starts_with(" Agents"), "{s}");
-        for (title, icon) in [("build it", theme::SPINNER[12 % 10]), ("asks", "⚠"), ("broke", "✗")] {
+        for (title, icon) in [
+            ("build it", theme::SPINNER[12 % 10]),
+            ("asks", "⚠"),
+            ("broke", "✗"),
+        ] {
             let (_, y) = at(&b, title);
             // The icon sits in the last cell before the one-cell margin.
             assert_eq!(b[(width - 2, y)].symbol(), icon, "{title} at {width}: {s}");
@@ -370,5 +381,212 @@ fn the_card_of_the_origin_windows_active_pane_is_raised() {
         }
         other => panic!("unexpected card colours {other:?}"),
     }
-    assert_eq!(m.selected, Some(PaneId(2)), "the raised card starts selected");
+    assert_eq!(
+        m.selected,
+        Some(PaneId(2)),
+        "the raised card starts selected"
+    );
+}
+
+#[test]
+fn the_detail_view_shows_everything_wrapped_with_the_time_in_this_state() {
+    let mut p = pane(1, "proj", Some(AgentState::Blocked), "");
+    p.report_title = Some("Migrate the storage layer to the new schema version".into());
+    p.message = Some("Wants to run the migration against the staging database first".into());
+    p.kind = Some(BlockedKind::Question);
+    p.progress = Some(40);
+    p.since_ms = 1_000_000;
+    p.subtasks = vec![sub("schema", AgentState::Working, false)];
+    let mut m = model(vec![p], ViewOptions::default());
+    key(&mut m, KeyCode::Char('d'));
+    assert_eq!(m.screen, Screen::Detail);
+    let now = 1_000_000 + 192_000;
+    let b = draw(&m, 40, 24, now);
+    let s = text(&b);
+    // Wrapped, not faded: every word is there, and no cell is dimmed.
+    let all: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        all.contains("Migrate the storage layer to the new schema version"),
+        "{s}"
+    );
+    assert!(
+        all.contains("Wants to run the migration against the staging database first"),
+        "{s}"
+    );
+    let (_, title_y) = at(&b, "Migrate");
+    assert!(
+        b[(1, title_y)].modifier.contains(Modifier::BOLD),
+        "title is bold"
+    );
+    assert!(
+        row(&b, title_y + 1)
+            .trim_start()
+            .starts_with("schema version"),
+        "{s}"
+    );
+    for y in 0..b.area.height - 1 {
+        for x in 0..b.area.width {
+            assert!(
+                !b[(x, y)].modifier.contains(Modifier::DIM),
+                "faded at {x},{y}: {s}"
+            );
+        }
+    }
+    for line in [
+        "Agent     Soul",
+        "State     Waiting for question",
+        "Progress  40%",
+        "Waits for question",
+        "Session   proj · window 1: Thread 1",
+        "Machine   this computer",
+        "Elapsed   3 min 12 s",
+        "Subtasks  1",
+        "● schema",
+    ] {
+        at(&b, line);
+    }
+    // The time is computed from since_ms and now_ms, not stored.
+    let later = text(&draw(&m, 40, 24, 1_000_000 + 3_600_000 + 300_000));
+    assert!(later.contains("Elapsed   1 h 5 min"), "{later}");
+    key(&mut m, KeyCode::Esc);
+    assert_eq!(m.screen, Screen::List, "Esc goes back to the list");
+}
+
+#[test]
+fn the_view_menu_toggles_show_checkboxes_but_never_hides_the_last_one() {
+    let panes = vec![
+        pane(1, "proj", Some(AgentState::Working), "runner"),
+        pane(2, "proj", Some(AgentState::Blocked), "asker"),
+    ];
+    let mut m = model(panes, ViewOptions::default());
+    key(&mut m, KeyCode::Char('m'));
+    let b = draw(&m, 60, 24, 0);
+    let s = text(&b);
+    for item in [
+        " View ",
+        "Show",
+        "[x] Needs attention",
+        "[x] Running",
+        "[x] Done",
+        "[x] Idle",
+        "Group by  State",
+        "Sort      Fixed",
+        "Display",
+        "[x] Description",
+        "[x] Waiting reason",
+        "[x] Progress",
+        "[x] Subtasks",
+        "Reload detection rules",
+    ] {
+        at(&b, item);
+    }
+    let (x, y) = at(&b, "[x] Needs attention");
+    assert_eq!(
+        b[(x, y)].bg,
+        theme::ACCENT,
+        "the cursor is on the first item: {s}"
+    );
+
+    // Hide Running: saved, and its card leaves the list.
+    key(&mut m, KeyCode::Down);
+    let out = key(&mut m, KeyCode::Enter);
+    assert!(out.save_options);
+    at(&draw(&m, 60, 24, 0), "[ ] Running");
+    // Hide Done and Idle; then Needs attention is the last one shown.
+    for _ in 0..2 {
+        key(&mut m, KeyCode::Down);
+        assert!(key(&mut m, KeyCode::Enter).save_options);
+    }
+    for _ in 0..3 {
+        key(&mut m, KeyCode::Up);
+    }
+    let out = key(&mut m, KeyCode::Enter);
+    assert!(!out.save_options, "refused, nothing to save");
+    assert!(m.options.show.attention);
+    let b = draw(&m, 60, 24, 0);
+    at(&b, "[x] Needs attention");
+    at(&b, "[ ] Idle");
+    at(&b, "The last shown kind cannot be hidden.");
+
+    key(&mut m, KeyCode::Esc);
+    let s = text(&draw(&m, 60, 24, 0));
+    assert!(s.contains("asker") && !s.contains("runner"), "{s}");
+}
+
+fn window(id: u32, session: &str, mark: WindowMark, since_ms: u64) -> WindowRow {
+    WindowRow {
+        window: WindowId(id),
+        session: SessionId(id),
+        session_name: session.into(),
+        window_index: id,
+        window_name: format!("w{id}"),
+        mark,
+        agents: 1,
+        pane: Some(PaneId(id)),
+        message: Some(format!("msg {id}")),
+        since_ms,
+    }
+}
+
+#[test]
+fn the_notifications_section_lists_attention_and_done_windows_most_urgent_first() {
+    let panes = (1..=6)
+        .map(|i| pane(i, "s", Some(AgentState::Idle), "t"))
+        .collect();
+    let windows = vec![
+        window(1, "one", WindowMark::Done, 10),
+        window(2, "two", WindowMark::Running, 10),
+        window(3, "three", WindowMark::Attention, 500),
+        window(4, "four", WindowMark::Idle, 10),
+        window(5, "five", WindowMark::Error, 900),
+        window(6, "six", WindowMark::Attention, 100),
+    ];
+    let mut m = PanelModel::new(ViewOptions::default(), None);
+    m.apply(
+        Reply::Snapshot {
+            schema: SCHEMA_VERSION,
+            panes,
+            windows,
+        },
+        0,
+    );
+    key(&mut m, KeyCode::Char('n'));
+    assert_eq!(m.screen, Screen::Notifications);
+    let b = draw(&m, 60, 24, 0);
+    let s = text(&b);
+    at(&b, "Notifications  4");
+    let order = ["five · w5", "six · w6", "three · w3", "one · w1"];
+    let ys: Vec<u16> = order.iter().map(|t| at(&b, t).1).collect();
+    assert!(
+        ys.windows(2).all(|p| p[0] < p[1]),
+        "error, attention (longest waiting first), done: {s}"
+    );
+    for (t, glyph, colour) in [
+        ("five", "✗", theme::RED),
+        ("six", "⚠", theme::AMBER),
+        ("one", "✓", theme::GREEN),
+    ] {
+        let (x, y) = at(&b, &format!("{t} · "));
+        assert_eq!(b[(x - 2, y)].symbol(), glyph, "{s}");
+        assert_eq!(b[(x - 2, y)].fg, colour, "{s}");
+    }
+    assert!(
+        !s.contains("two") && !s.contains("four"),
+        "running and idle are not listed: {s}"
+    );
+    assert!(s.contains("msg 6"), "{s}");
+    // One key from the list; Enter goes to the chosen window's pane.
+    key(&mut m, KeyCode::Down);
+    let out = key(&mut m, KeyCode::Enter);
+    assert!(out.quit);
+    assert_eq!(
+        out.requests,
+        vec![
+            Request::Focus {
+                pane: PaneId(6),
+                client: None
+            },
+            Request::Seen { pane: PaneId(6) }
+        ]
+    );
 }
