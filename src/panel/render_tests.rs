@@ -590,3 +590,67 @@ fn the_notifications_section_lists_attention_and_done_windows_most_urgent_first(
         ]
     );
 }
+
+#[test]
+fn each_state_icon_has_its_colour_and_the_spinner_turns_with_time() {
+    let mut done = pane(4, "proj", Some(AgentState::Idle), "finished");
+    done.unseen_result = true;
+    let m = model(
+        vec![
+            pane(1, "proj", Some(AgentState::Working), "working"),
+            pane(2, "proj", Some(AgentState::Blocked), "waiting"),
+            pane(3, "proj", Some(AgentState::Error), "failing"),
+            done,
+            pane(5, "proj", Some(AgentState::Idle), "resting"),
+        ],
+        ViewOptions::default(),
+    );
+    let w = 50;
+    let b = draw(&m, w, 30, 0);
+    let s = text(&b);
+    let icon = |b: &Buffer, t: &str| {
+        let (_, y) = at(b, t);
+        b[(w - 2, y)].clone()
+    };
+    for (t, glyph, colour) in [
+        ("working", theme::SPINNER[0], theme::BLUE),
+        ("waiting", "⚠", theme::AMBER),
+        ("failing", "✗", theme::RED),
+        ("finished", "✓", theme::GREEN),
+        ("resting", "✓", theme::GREY),
+    ] {
+        let c = icon(&b, t);
+        assert_eq!((c.symbol(), c.fg), (glyph, colour), "{t}: {s}");
+    }
+    assert!(s.contains(" Done  1"), "{s}");
+    let (_, y) = at(&b, "finished");
+    assert_eq!(
+        row(&b, y + 1).trim(),
+        "proj · Thread 4",
+        "done names no state word: {s}"
+    );
+    let later = draw(&m, w, 30, theme::SPINNER_STEP_MS * 3);
+    assert_eq!(icon(&later, "working").symbol(), theme::SPINNER[3]);
+}
+
+#[test]
+fn session_grouping_puts_agents_without_a_window_under_other() {
+    let mut lost = pane(2, "", Some(AgentState::Idle), "lost");
+    lost.window_name = String::new();
+    lost.window_index = 0;
+    let m = model(
+        vec![pane(1, "proj", Some(AgentState::Idle), "home"), lost],
+        ViewOptions {
+            grouping: Grouping::Session,
+            ..Default::default()
+        },
+    );
+    let b = draw(&m, 50, 24, 0);
+    let s = text(&b);
+    let (_, other_y) = at(&b, " Other  1");
+    assert!(at(&b, " proj  1").1 < at(&b, "home").1, "{s}");
+    assert!(
+        other_y < at(&b, "lost").1 && at(&b, "home").1 < other_y,
+        "{s}"
+    );
+}
