@@ -142,7 +142,8 @@ fn list(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
         );
         return;
     }
-    let inner = area.width.saturating_sub(4) as usize;
+    // The cells a card line holds: card_line writes from x + 2 and keeps a one-cell margin.
+    let inner = area.width.saturating_sub(3) as usize;
     let raised = m.raised();
     let mut rows: Vec<Row> = Vec::new();
     for e in entries(m) {

@@ -9,6 +9,7 @@ use ratatui::{backend::TestBackend, Terminal};
 use super::keys::handle_key;
 use super::model::{PanelModel, Screen};
 use super::options::{Grouping, SortOrder, ViewOptions};
+use super::text::width;
 use super::theme;
 use crate::ids::{PaneId, SessionId, WindowId};
 use crate::ipc::schema::{
@@ -652,5 +653,22 @@ fn session_grouping_puts_agents_without_a_window_under_other() {
     assert!(
         other_y < at(&b, "lost").1 && at(&b, "home").1 < other_y,
         "{s}"
+    );
+}
+
+#[test]
+fn a_path_is_not_shortened_when_the_description_exactly_fits_the_card() {
+    // A card line at 40 columns holds 37 cells (x = 2..=38).
+    let d = "Read /srv/a/b/c.rs and then stopped ok";
+    let d = &d[..37];
+    assert_eq!(width(d), 37);
+    let mut p = pane(1, "proj", Some(AgentState::Idle), "t");
+    p.message = Some(d.into());
+    let b = draw(&model(vec![p], ViewOptions::default()), 40, 24, 0);
+    let (x, y) = at(&b, d);
+    assert_eq!(x, 2);
+    assert!(
+        !b[(38, y)].modifier.contains(Modifier::DIM),
+        "fits: no fade"
     );
 }
