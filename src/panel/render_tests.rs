@@ -672,3 +672,43 @@ fn a_path_is_not_shortened_when_the_description_exactly_fits_the_card() {
         "fits: no fade"
     );
 }
+
+#[test]
+fn the_selected_card_stays_in_view_in_a_short_popup() {
+    let panes = (1..=10)
+        .map(|i| pane(i, "proj", Some(AgentState::Idle), &format!("card{i:02}")))
+        .collect();
+    let mut m = model(panes, ViewOptions::default());
+    key(&mut m, KeyCode::End);
+    assert_eq!(m.selected, Some(PaneId(10)));
+    let b = draw(&m, 40, 12, 0);
+    let (_, y) = at(&b, "card10");
+    assert_eq!(b[(0, y)].symbol(), "▌", "the selection bar marks it");
+    assert!(find(&b, "card01").is_none(), "scrolled: {}", text(&b));
+    assert!(
+        row(&b, 11).contains("↑↓ move"),
+        "the footer stays: {}",
+        text(&b)
+    );
+    key(&mut m, KeyCode::Home);
+    let b = draw(&m, 40, 12, 0);
+    assert_eq!(
+        at(&b, " Idle  10").1,
+        1,
+        "the heading comes back with the first card"
+    );
+    at(&b, "card01");
+}
+
+#[test]
+fn a_path_after_a_waiting_tag_shortens_to_fit_beside_it() {
+    let mut p = pane(1, "proj", Some(AgentState::Blocked), "t");
+    p.kind = Some(BlockedKind::Permission);
+    p.message = Some("Write /home/me/src/thinkterm/panel.rs?".into());
+    let b = draw(&model(vec![p], ViewOptions::default()), 40, 24, 0);
+    let (x, y) = at(&b, " permission ");
+    assert_eq!(b[(x, y)].bg, theme::AMBER, "the tag is amber");
+    let (dx, dy) = at(&b, "Write panel.rs?");
+    assert_eq!((dx, dy), (x + 13, y), "after the tag, on the same line");
+    assert!(!b[(38, y)].modifier.contains(Modifier::DIM));
+}
