@@ -712,3 +712,48 @@ fn a_path_after_a_waiting_tag_shortens_to_fit_beside_it() {
     assert_eq!((dx, dy), (x + 13, y), "after the tag, on the same line");
     assert!(!b[(38, y)].modifier.contains(Modifier::DIM));
 }
+
+#[test]
+fn the_view_menu_scrolls_to_its_cursor_in_a_short_popup() {
+    let mut m = model(
+        vec![pane(1, "proj", Some(AgentState::Idle), "t")],
+        ViewOptions::default(),
+    );
+    key(&mut m, KeyCode::Char('m'));
+    for _ in 0..10 {
+        key(&mut m, KeyCode::Down);
+    }
+    let b = draw(&m, 40, 12, 0);
+    let (x, y) = at(&b, "Reload detection rules");
+    assert_eq!(
+        b[(x, y)].bg,
+        theme::ACCENT,
+        "the cursor line is shown: {}",
+        text(&b)
+    );
+    let out = key(&mut m, KeyCode::Enter);
+    assert_eq!(out.requests, vec![Request::Reload]);
+    m.apply(
+        Reply::Done {
+            message: "Detection rules reloaded.".into(),
+        },
+        0,
+    );
+    let b = draw(&m, 40, 12, 0);
+    at(&b, "Reload detection rules");
+    at(&b, "Detection rules reloaded.");
+    // Tiny popups draw something and never panic.
+    for w in 1..12 {
+        for h in 1..6 {
+            draw(&m, w, h, 0);
+        }
+    }
+    key(&mut m, KeyCode::Home);
+    for _ in 0..10 {
+        key(&mut m, KeyCode::Up);
+    }
+    let b = draw(&m, 40, 12, 0);
+    let (x, y) = at(&b, "[x] Needs attention");
+    assert_eq!(b[(x, y)].bg, theme::ACCENT, "{}", text(&b));
+    at(&b, "Show");
+}
