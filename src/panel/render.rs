@@ -32,6 +32,9 @@ pub fn draw(frame: &mut Frame<'_>, m: &PanelModel, now_ms: u64) {
 
 /// Draws the whole panel into `buf` over `area`.
 pub fn render(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
+    if area.is_empty() {
+        return;
+    }
     if area.height < 3 || area.width < 8 {
         put_line(buf, area.x, area.y, area.width, &Line::raw("thinkterm"));
         return;

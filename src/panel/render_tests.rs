@@ -757,3 +757,49 @@ fn the_view_menu_scrolls_to_its_cursor_in_a_short_popup() {
     assert_eq!(b[(x, y)].bg, theme::ACCENT, "{}", text(&b));
     at(&b, "Show");
 }
+
+#[test]
+fn every_screen_draws_at_every_small_size_without_panicking() {
+    let mut p = pane(1, "a-long-session-name", Some(AgentState::Blocked), "title");
+    p.kind = Some(BlockedKind::Auth);
+    p.message = Some("Sign in at /very/long/path/to/somewhere please".into());
+    p.progress = Some(70);
+    p.subtasks = (0..8)
+        .map(|i| sub(&format!("t{i}"), AgentState::Working, false))
+        .collect();
+    let mut m = PanelModel::new(ViewOptions::default(), Some(PaneId(1)));
+    m.apply(
+        Reply::Snapshot {
+            schema: SCHEMA_VERSION,
+            panes: vec![
+                p,
+                pane(2, "b", Some(AgentState::Working), "日本語のタイトル"),
+            ],
+            windows: vec![window(1, "a", WindowMark::Attention, 5)],
+        },
+        0,
+    );
+    m.expanded.insert(PaneId(1));
+    for screen in [Screen::List, Screen::Detail, Screen::Notifications] {
+        m.screen = screen;
+        for menu in [None, Some(10)] {
+            m.menu = menu;
+            for w in 0..46 {
+                for h in 0..14 {
+                    let b = draw(&m, w, h, 777);
+                    if menu.is_some() || w == 0 || h == 0 {
+                        continue;
+                    }
+                    let top = row(&b, 0);
+                    let want = if w >= 8 && h >= 3 {
+                        " Agents"
+                    } else {
+                        "thinkterm"
+                    };
+                    let n = want.len().min(w as usize);
+                    assert_eq!(&top[..n], &want[..n], "{screen:?} at {w}x{h}");
+                }
+            }
+        }
+    }
+}
