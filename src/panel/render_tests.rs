@@ -803,3 +803,37 @@ fn every_screen_draws_at_every_small_size_without_panicking() {
         }
     }
 }
+
+#[test]
+fn the_display_switches_hide_description_tag_progress_and_subtasks_on_the_cards() {
+    let mut p = pane(1, "proj", Some(AgentState::Blocked), "t");
+    p.kind = Some(BlockedKind::Question);
+    p.message = Some("Which branch?".into());
+    p.progress = Some(50);
+    p.subtasks = vec![sub("one", AgentState::Blocked, false)];
+    let mut m = model(vec![p], ViewOptions::default());
+    let b = draw(&m, 40, 24, 0);
+    // A 24-cell bar (the most there is), half full, then the number.
+    let (x, y) = at(&b, "████████████░░░░░░░░░░░░ 50%");
+    assert_eq!(b[(x, y)].fg, theme::BLUE);
+    assert_ne!(b[(x + 12, y)].fg, theme::BLUE, "the rest is the dim track");
+    at(&b, " question ");
+    at(&b, "Which branch?");
+    at(&b, "▸ 1 subtask: 1 waiting");
+    key(&mut m, KeyCode::Char('m'));
+    // Cursor to the four display switches (items 6..=9), turning each off in turn.
+    let gone = ["Which branch?", " question ", "50%", "1 subtask"];
+    for _ in 0..6 {
+        key(&mut m, KeyCode::Down);
+    }
+    for (k, what) in gone.iter().enumerate() {
+        assert!(key(&mut m, KeyCode::Enter).save_options);
+        m.menu = None;
+        let s = text(&draw(&m, 40, 24, 0));
+        assert!(!s.contains(what), "{what} hidden: {s}");
+        for rest in &gone[k + 1..] {
+            assert!(s.contains(rest), "{rest} still shown: {s}");
+        }
+        m.menu = Some(7 + k);
+    }
+}
