@@ -837,3 +837,40 @@ fn the_display_switches_hide_description_tag_progress_and_subtasks_on_the_cards(
         m.menu = Some(7 + k);
     }
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(["-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn a_card_in_a_real_linked_worktree_shows_the_branch_line_and_the_main_checkout_none() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let main = tmp.path().join("repo");
+    std::fs::create_dir_all(&main).expect("mkdir");
+    git(&main, &["init", "-q"]);
+    std::fs::write(main.join("a.txt"), "a").expect("write");
+    git(&main, &["add", "."]);
+    git(&main, &["commit", "-q", "-m", "one"]);
+    git(&main, &["worktree", "add", "-q", "-b", "feat/x", "../wt-x"]);
+    let mut in_wt = pane(1, "proj", Some(AgentState::Idle), "linked");
+    in_wt.current_path = tmp.path().join("wt-x").to_string_lossy().into_owned();
+    let mut in_main = pane(2, "proj", Some(AgentState::Idle), "main");
+    in_main.current_path = main.to_string_lossy().into_owned();
+    let b = draw(
+        &model(vec![in_wt, in_main], ViewOptions::default()),
+        50,
+        24,
+        0,
+    );
+    let s = text(&b);
+    let (_, y) = at(&b, "⎇ wt-x · feat/x");
+    assert_eq!(y, at(&b, "Thread 1").1 + 1, "under the location: {s}");
+    assert_eq!(s.matches('⎇').count(), 1, "none for the main checkout: {s}");
+}
