@@ -32,6 +32,9 @@ pub fn draw(frame: &mut Frame<'_>, m: &PanelModel, now_ms: u64) {
 
 /// Draws the whole panel into `buf` over `area`.
 pub fn render(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
+    if area.is_empty() {
+        return;
+    }
     if area.height < 3 || area.width < 8 {
         put_line(buf, area.x, area.y, area.width, &Line::raw("thinkterm"));
         return;
@@ -142,7 +145,8 @@ fn list(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
         );
         return;
     }
-    let inner = area.width.saturating_sub(4) as usize;
+    // The cells a card line holds: card_line writes from x + 2 and keeps a one-cell margin.
+    let inner = area.width.saturating_sub(3) as usize;
     let raised = m.raised();
     let mut rows: Vec<Row> = Vec::new();
     for e in entries(m) {
@@ -247,7 +251,7 @@ fn card_line(buf: &mut Buffer, area: Rect, y: u16, row: &CardRow, selected: bool
 
 fn menu_box(m: &PanelModel, cursor: usize, area: Rect, buf: &mut Buffer) {
     let lines = ITEMS.len() + 2 + 2 + 1; // items, two headings, border, result line
-    let w = area.width.clamp(10, 44);
+    let w = area.width.min(44);
     let h = (lines as u16).min(area.height);
     let r = Rect {
         x: area.x + (area.width - w) / 2,
@@ -262,24 +266,17 @@ fn menu_box(m: &PanelModel, cursor: usize, area: Rect, buf: &mut Buffer) {
         .style(Style::new().bg(Color::Indexed(236)));
     let inner = block.inner(r);
     block.render(r, buf);
-    let mut y = inner.y;
+    // Section headings, items (the cursor's highlighted), then the result line; scrolled so
+    // the cursor (and the result under the last item) stays in view in a short popup.
+    let grey = Style::new().fg(theme::GREY);
+    let mut lines: Vec<(u16, Line<'static>)> = Vec::with_capacity(lines);
+    let mut target = 0;
     for (i, item) in ITEMS.iter().enumerate() {
         if let Some(s) = menu::section(i) {
-            if y < inner.y + inner.height {
-                put_line(
-                    buf,
-                    inner.x + 1,
-                    y,
-                    inner.width.saturating_sub(1),
-                    &Line::styled(s, Style::new().fg(theme::GREY)),
-                );
-                y += 1;
-            }
-        }
-        if y >= inner.y + inner.height {
-            break;
+            lines.push((1, Line::styled(s, grey)));
         }
         let style = if i == cursor {
+            target = lines.len();
             Style::new().fg(Color::Black).bg(theme::ACCENT)
         } else {
             Style::new()
@@ -289,16 +286,23 @@ fn menu_box(m: &PanelModel, cursor: usize, area: Rect, buf: &mut Buffer) {
             menu::label(m, *item),
             w = inner.width.saturating_sub(2) as usize
         );
-        put_line(buf, inner.x, y, inner.width, &Line::styled(text, style));
-        y += 1;
+        lines.push((0, Line::styled(text, style)));
     }
-    if let (Some(s), true) = (&m.status, y < inner.y + inner.height) {
+    if let Some(s) = &m.status {
+        if cursor + 1 >= ITEMS.len() {
+            target = lines.len();
+        }
+        lines.push((1, Line::styled(s.clone(), grey)));
+    }
+    let h = inner.height as usize;
+    let scroll = (target + 1).saturating_sub(h);
+    for (k, (indent, line)) in lines.iter().skip(scroll).take(h).enumerate() {
         put_line(
             buf,
-            inner.x + 1,
-            y,
-            inner.width.saturating_sub(1),
-            &Line::styled(s.clone(), Style::new().fg(theme::GREY)),
+            inner.x + indent,
+            inner.y + k as u16,
+            inner.width.saturating_sub(*indent),
+            line,
         );
     }
 }
