@@ -177,3 +177,65 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
     });
     drop(client);
 }
+
+/// The panel outlives the daemon: it says it is reconnecting, and shows the agents again once a
+/// new daemon runs.
+#[test]
+fn the_panel_survives_a_daemon_restart() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/agents/claude-code/2.1.328");
+    if !fixtures.exists() {
+        eprintln!("skipped: fixtures not found");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_thinkterm-sidecar");
+    let mut tmux = support::Tmux::new();
+    let env = support::Env::new();
+    let claude = support::drawing_agent(&env, "claude");
+    let agent = tmux.new_session("alpha", Some(&claude.display().to_string()));
+    let panel_pane = tmux.new_session("panel", None);
+    let mut d = support::Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    tmux.type_line(
+        &agent,
+        &fixtures.join("003-working.txt").display().to_string(),
+    );
+    support::wait_for(10, "working", || {
+        env.pane_row(&tmux, &agent)
+            .filter(|r| r["state"] == "working")
+    });
+    let cmd = format!(
+        "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} {bin} -L {} panel",
+        env.path("run").display(),
+        env.path("state").display(),
+        tmux.name
+    );
+    tmux.type_line(&panel_pane, &cmd);
+    let screen = |t: &support::Tmux| t.cmd(&["capture-pane", "-p", "-t", &panel_pane]);
+    support::wait_for(10, "card shown", || {
+        screen(&tmux).contains("Running  1").then_some(())
+    });
+    d.stop();
+    support::wait_for(10, "reconnecting shown", || {
+        screen(&tmux)
+            .contains("Reconnecting to the sidecar")
+            .then_some(())
+    });
+    let d2 = support::Daemon::start(&env, &tmux);
+    d2.wait_ready(&env, &tmux);
+    support::wait_for(15, "cards back after the restart", || {
+        let s = screen(&tmux);
+        (s.contains("Running  1") && !s.contains("Reconnecting")).then_some(())
+    });
+    tmux.cmd(&["send-keys", "-t", &panel_pane, "q"]);
+    support::wait_for(10, "panel quit on q", || {
+        let cmd = tmux.cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            &panel_pane,
+            "#{pane_current_command}",
+        ]);
+        (cmd.trim() == "bash").then_some(())
+    });
+}
