@@ -27,12 +27,14 @@ fn every_pane_of_every_session_appears_including_new_and_grouped_sessions() {
     let a = tmux.new_session("alpha", None);
     let b = tmux.new_session("beta", None);
     let a2 = tmux.new_window("alpha", None);
+    // A grouped session shares alpha's windows: no duplicate panes, no extra control client.
+    // (Created before the sidecar: tmux 3.3a once segfaulted in CI when a grouped session was
+    // created while control clients re-listed, see the issue note; under investigation.)
+    tmux.cmd(&["new-session", "-d", "-s", "alpha-2", "-t", "alpha"]);
     let env = Env::new();
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     let c = tmux.new_session("gamma", None);
-    // A grouped session shares alpha's windows: no duplicate panes, no extra control client.
-    tmux.cmd(&["new-session", "-d", "-s", "alpha-2", "-t", "alpha"]);
     let v = wait_for(10, "all panes listed", || {
         let v = env.agents(&tmux)?;
         let ids = pane_ids(&v);
