@@ -10,8 +10,8 @@ use crate::osc::records::{RecordState, Records};
 use crate::osc::user_var::UserVarOutcome;
 use crate::osc::{PaneSignals, PromptMark, Signal};
 use crate::pane::{
-    Foreground as FgInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportState,
-    ReportSummary, ScreenVerdict, Tracker, UserVarReport,
+    Foreground as FgInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportSummary,
+    ScreenVerdict, Tracker, UserVarReport,
 };
 use crate::process::foreground::{self, Foreground};
 use crate::process::identify::{program_name, Identity, IdentityTable};
@@ -399,20 +399,10 @@ fn native_progress(p: Progress) -> Option<NativeProgress> {
     })
 }
 
-fn report_state(s: RecordState) -> ReportState {
-    match s {
-        RecordState::Working => ReportState::Working,
-        RecordState::Blocked => ReportState::Blocked,
-        RecordState::Idle => ReportState::Idle,
-        RecordState::Done => ReportState::Done,
-        RecordState::Error => ReportState::Error,
-    }
-}
-
 /// The records table's answer for the program, as the tracker's input.
 fn summarize(records: &Records) -> Option<ReportSummary> {
     let eff = records.effective()?;
-    let mut s = ReportSummary::new(report_state(eff.state()));
+    let mut s = ReportSummary::new(eff.state());
     s.kind = eff.kind();
     s.progress = eff.progress();
     s.msg = eff.msg().map(str::to_string);

@@ -54,20 +54,8 @@ pub struct ScreenVerdict {
     pub skip_state_update: bool,
 }
 
-/// The state word of a status report (S7).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReportState {
-    /// `working`.
-    Working,
-    /// `blocked`.
-    Blocked,
-    /// `idle`.
-    Idle,
-    /// `done`: finished, result not yet seen.
-    Done,
-    /// `error`: failed and stopped.
-    Error,
-}
+/// The state of the status report in force (S7): the records table's own vocabulary.
+pub use crate::osc::records::RecordState as ReportState;
 
 /// The status report that speaks for the pane now (the program's own record, or its most urgent
 /// subtask when only subtasks remain).
