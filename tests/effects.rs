@@ -486,16 +486,26 @@ async fn focus_plan_switches_a_real_attached_client() {
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/agents");
 
-/// The daemon end to end: a blocked agent in the window the person looks at (focus-events off)
-/// produces no notification; once the person is elsewhere, a new block produces one Notify;
-/// clicking it brings the window and pane to the attached client, switching its session.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane() {
+/// What the daemon-level notification tests share: a private bus with the test notification
+/// server, a tmux server whose session `proj` runs a fake Claude, and a daemon environment
+/// that may notify (sounds off). Fields drop in order: the server connection before its bus.
+struct DaemonRig {
+    server: zbus::Connection,
+    calls: Arc<Mutex<Vec<Call>>>,
+    tmux: support::Tmux,
+    env: support::Env,
+    pane: String,
+    blocked: PathBuf,
+    working: PathBuf,
+    _bus: Bus,
+}
+
+async fn daemon_rig() -> Option<DaemonRig> {
     let blocked = Path::new(FIXTURES).join("claude-code/2.1.328/008-blocked.txt");
     let working = Path::new(FIXTURES).join("claude-code/2.1.328/003-working.txt");
     if !blocked.exists() {
         eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return;
+        return None;
     }
     let bus = Bus::start();
     let (server, calls) = serve(&bus).await;
@@ -507,6 +517,36 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
     env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
     let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
+    Some(DaemonRig {
+        server,
+        calls,
+        tmux,
+        env,
+        pane,
+        blocked,
+        working,
+        _bus: bus,
+    })
+}
+
+/// The daemon end to end: a blocked agent in the window the person looks at (focus-events off)
+/// produces no notification; once the person is elsewhere, a new block produces one Notify;
+/// clicking it brings the window and pane to the attached client, switching its session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane() {
+    let Some(DaemonRig {
+        server,
+        calls,
+        mut tmux,
+        env,
+        pane,
+        blocked,
+        working,
+        _bus,
+    }) = daemon_rig().await
+    else {
+        return;
+    };
     let window = tmux
         .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
         .trim()
@@ -605,22 +645,19 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
     use std::io::Write;
-    let blocked = Path::new(FIXTURES).join("claude-code/2.1.328/008-blocked.txt");
-    let working = Path::new(FIXTURES).join("claude-code/2.1.328/003-working.txt");
-    if !blocked.exists() {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
+    let Some(DaemonRig {
+        server: _server,
+        calls,
+        mut tmux,
+        env,
+        pane,
+        blocked,
+        working,
+        _bus,
+    }) = daemon_rig().await
+    else {
         return;
-    }
-    let bus = Bus::start();
-    let (_server, calls) = serve(&bus).await;
-    let mut tmux = support::Tmux::new();
-    let mut env = support::Env::new();
-    env.effects = true;
-    env.vars
-        .push(("DBUS_SESSION_BUS_ADDRESS".into(), bus.address.clone()));
-    env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
-    let agent = support::drawing_agent(&env, "claude");
-    let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
+    };
     tmux.new_session("elsewhere", None);
     tmux.cmd(&["set-option", "-g", "focus-events", "on"]);
     let mut client = support::Client::attach(&tmux, "elsewhere", 120, 40);
