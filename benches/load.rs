@@ -937,10 +937,12 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(60.0);
+    let mut hold = false;
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--hold" => hold = true,
             "--duration" => {
                 dur_s = it
                     .next()
@@ -1012,6 +1014,17 @@ fn main() {
         load.shells
     );
 
+    if hold {
+        // For profiling by hand: the load stays up until Ctrl-C (the watchdog still bounds it).
+        println!(
+            "load: holding; stream pane {}, agents' pause files {:?}.pause",
+            load.stream,
+            load.agents.first().map(|(_, l)| l)
+        );
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
     eprintln!("load: (a) sidecar, {dur_s:.0} s");
     let sidecar = run_sidecar(&load, "a", dur, true, tck);
     eprintln!("load: (b) baseline poller, {dur_s:.0} s");

@@ -37,6 +37,9 @@ pub struct Config {
     pub capture_interval_ms: u64,
     /// Seconds between slow re-probes of foreground processes.
     pub probe_interval_s: u64,
+    /// A pane with no agent, report or variable that writes more than this many KiB per second
+    /// has its copy of the output paused in the sidecar's control client (0: never).
+    pub flood_pause_kib_s: u64,
     /// Set tmux user options for the status line.
     pub status_line: bool,
     /// Log filter (`warn`, `info`, `debug`, or a tracing filter).
@@ -59,6 +62,7 @@ impl Default for Config {
             capture_delay_ms: 40,
             capture_interval_ms: 100,
             probe_interval_s: 10,
+            flood_pause_kib_s: 256,
             status_line: true,
             log: "info".into(),
             display: Display::default(),
@@ -79,6 +83,7 @@ pub const KEYS: &[&str] = &[
     "capture_delay_ms",
     "capture_interval_ms",
     "probe_interval_s",
+    "flood_pause_kib_s",
     "status_line",
     "log",
     "display.description",
@@ -280,6 +285,7 @@ fn set(c: &mut Config, key: &str, v: toml::Value) -> Result<(), String> {
         "capture_delay_ms" => c.capture_delay_ms = n(&v)?,
         "capture_interval_ms" => c.capture_interval_ms = n(&v)?,
         "probe_interval_s" => c.probe_interval_s = n(&v)?.max(1),
+        "flood_pause_kib_s" => c.flood_pause_kib_s = n(&v)?,
         "status_line" => c.status_line = b(&v)?,
         "log" => c.log = s(&v)?,
         "display.description" => c.display.description = b(&v)?,

@@ -50,11 +50,17 @@ fn main() {
     let result = rt.block_on(async {
         match &cli.command {
             Command::Run => {
-                daemon::run(daemon::Options {
+                let opts = daemon::Options {
                     server: cli.server(),
                     config_path: cli.config.clone(),
-                })
-                .await
+                };
+                // The daemon runs as a task, not as the future `block_on` polls: waking that
+                // future costs an eventfd write and an extra epoll round per wake-up, and the
+                // daemon is woken for every read of every control client.
+                match tokio::spawn(daemon::run(opts)).await {
+                    Ok(r) => r,
+                    Err(e) => Err(anyhow::anyhow!("the daemon task failed: {e}")),
+                }
             }
             Command::Agents { json, attention } => cli::agents(&cli, *json, *attention).await,
             Command::Events { json } => cli::events(&cli, *json).await,

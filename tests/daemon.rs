@@ -476,3 +476,59 @@ fn an_agent_behind_ssh_is_recognised_by_its_screen_and_title() {
     assert_eq!(row["process_less"], true);
     assert_eq!(row["source"], "screen_rule");
 }
+
+#[test]
+fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
+    let Some(working) = fixture("claude-code/2.1.328/003-working.txt") else {
+        eprintln!("skipped: fixtures not found at {FIXTURES}");
+        return;
+    };
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let agent = support::drawing_agent(&env, "claude");
+    let flood = tmux.new_session("flood", Some("yes"));
+    let pane = tmux.new_session("work", Some(&agent.display().to_string()));
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let paused = || {
+        let (code, out, _) = env.run(&tmux, &["explain", &flood, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+        (code == 0 && v["output_paused"] == true).then_some(())
+    };
+    wait_for(20, "the flood's output copy paused", paused);
+    // An agent beside the flood is still classified.
+    wait_for(10, "claude identified", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
+    tmux.type_line(&pane, &working);
+    wait_for(10, "working", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["state"] == "working")
+    });
+    // The flood ends and another program starts in the pane: once it has been running for a
+    // moment (tmux reports the new command within a second), what it reports is read.
+    let reporter = env.path("reporter.sh");
+    script(
+        &reporter,
+        &format!(
+            "#!/bin/bash\nsleep 3\n{BIN} report --app flooder --state blocked --kind permission\nexec sleep 300\n"
+        ),
+    );
+    tmux.cmd(&[
+        "respawn-pane",
+        "-k",
+        "-t",
+        &flood,
+        &reporter.display().to_string(),
+    ]);
+    let row = wait_for(15, "the report from the formerly flooding pane", || {
+        env.pane_row(&tmux, &flood)
+            .filter(|r| r["state"] == "blocked")
+    });
+    assert_eq!(row["source"], "status_report", "{row}");
+    // And the daemon still stops promptly on SIGTERM.
+    let started = std::time::Instant::now();
+    d.stop();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}

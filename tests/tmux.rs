@@ -320,3 +320,60 @@ fn focus_changes_reach_the_observer_through_hooks() {
     assert!(!hooks.contains("thinkterm"), "hooks left behind: {hooks}");
     drop(client);
 }
+
+/// Output of `pane` that arrives within `window`, in bytes (other events are dropped).
+async fn output_within(obs: &mut Observer, pane: &str, window: std::time::Duration) -> usize {
+    let end = tokio::time::Instant::now() + window;
+    let mut n = 0;
+    while let Ok(o) = tokio::time::timeout_at(end, obs.next()).await {
+        if let Observed::Output { pane: p, data } = o {
+            if p.to_string() == pane {
+                n += data.len();
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn a_pane_paused_in_our_client_sends_nothing_and_its_program_never_stalls() {
+    let mut tmux = Tmux::new();
+    // Writes as fast as tmux reads.
+    let flood = tmux.new_session("flood", Some("exec yes"));
+    let pid: u32 = tmux
+        .cmd(&["display-message", "-p", "-t", &flood, "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    // CPU ticks `yes` has used: they stop growing if it blocks on a full pty.
+    let ticks = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let f: Vec<&str> = stat.rsplit_once(") ")?.1.split(' ').collect();
+        Some(f[11].parse::<u64>().ok()? + f[12].parse::<u64>().ok()?)
+    };
+    with_observer(&tmux, async |obs| {
+        let id = flood.parse().unwrap();
+        let some = output_within(obs, &flood, std::time::Duration::from_millis(300)).await;
+        assert!(some > 0, "the flood reaches us");
+        // Paused in our client: what tmux had already queued drains, then nothing comes, and
+        // the program runs on (tmux keeps reading it although no other client is attached).
+        obs.set_output(id, false);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while output_within(obs, &flood, std::time::Duration::from_millis(300)).await > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the pause takes effect"
+            );
+        }
+        let before = ticks().expect("yes runs");
+        let during = output_within(obs, &flood, std::time::Duration::from_secs(1)).await;
+        assert_eq!(during, 0, "a paused pane sends nothing");
+        wait_for(10, "the paused pane's program to keep running", || {
+            ticks().filter(|&n| n > before + 20)
+        });
+        // Resumed: its output flows again.
+        obs.set_output(id, true);
+        let after = output_within(obs, &flood, std::time::Duration::from_secs(1)).await;
+        assert!(after > 1000, "resumed output arrives ({after} bytes)");
+    });
+}

@@ -3,6 +3,7 @@
 //! that each piece of state has one owner and nothing runs when nothing happens: no timer is
 //! armed unless some work is due.
 
+mod flood;
 mod ipc_server;
 mod panes;
 mod snapshot;
@@ -236,7 +237,7 @@ impl Daemon {
         let trackers = self
             .panes
             .values()
-            .filter_map(|p| p.tracker.next_deadline())
+            .filter_map(|p| min_opt(p.tracker.next_deadline(), p.flood.next_deadline()))
             .min();
         [
             self.relist_at,
@@ -281,12 +282,20 @@ impl Daemon {
                 self.on_pane_effects(id, fx);
             }
         }
+        let resumed: Vec<(PaneId, flood::FloodAction)> = self
+            .panes
+            .iter_mut()
+            .filter_map(|(id, p)| p.flood.on_deadline(now).map(|a| (*id, a)))
+            .collect();
+        for (id, a) in resumed {
+            self.flood_action(id, a);
+        }
         if self.probe_at.is_some_and(|t| t <= now) {
             if self.rules_changed() {
                 let msg = self.reload();
                 tracing::info!("rule files changed: {msg}");
             }
-            self.probe_all();
+            self.probe_all(false);
             self.probe_at = Some(now + Duration::from_secs(self.config.config.probe_interval_s));
         }
     }
@@ -341,6 +350,10 @@ impl Daemon {
                 if out.title_changed && wants {
                     p.needs_capture = true;
                 }
+                let flood = p.flood.on_output(Instant::now(), data.len(), p.unread());
+                if let Some(a) = flood {
+                    self.flood_action(pane, a);
+                }
                 self.on_pane_effects(pane, out.effects);
                 if out.prompt {
                     self.on_prompt(pane);
@@ -364,12 +377,16 @@ impl Daemon {
             }
             Observed::Title(_) => {}
             Observed::Command(pane) => {
+                // Another program: whatever it writes may matter.
+                if let Some(a) = self.panes.get_mut(&pane).and_then(|p| p.flood.release()) {
+                    self.flood_action(pane, a);
+                }
                 self.probe(pane);
             }
             Observed::Paused(_) => {}
             Observed::Continued(pane) => {
                 // Output was dropped while paused: look at the screen again.
-                if let Some(p) = self.panes.get_mut(&pane) {
+                if let Some(p) = self.panes.get_mut(&pane).filter(|p| p.wants_capture()) {
                     p.needs_capture = true;
                     self.schedule_capture();
                 }
@@ -431,7 +448,9 @@ impl Daemon {
             .map(|p| (p.id, p.pid))
             .collect();
         for (id, pid) in new {
-            self.panes.insert(id, PaneEntry::new(pid, Instant::now()));
+            let limit = self.config.config.flood_pause_kib_s * 1024;
+            self.panes
+                .insert(id, PaneEntry::new(pid, Instant::now(), limit));
             self.probe(id);
         }
     }
@@ -448,7 +467,24 @@ impl Daemon {
             p.needs_capture = true;
             self.schedule_capture();
         }
+        let released = self
+            .panes
+            .get_mut(&pane)
+            .filter(|p| !p.unread())
+            .and_then(|p| p.flood.release());
+        if let Some(a) = released {
+            self.flood_action(pane, a);
+        }
         self.on_pane_effects(pane, fx);
+    }
+
+    /// Pauses or resumes our copy of a pane's output (see [`flood`]).
+    fn flood_action(&mut self, pane: PaneId, action: flood::FloodAction) {
+        let on = action == flood::FloodAction::Resume;
+        tracing::debug!(%pane, on, "flooding pane: output copy {}", if on { "resumed" } else { "paused" });
+        if let Some(obs) = &mut self.observer {
+            obs.set_output(pane, on);
+        }
     }
 
     /// An OSC 133 A mark: a prompt starts. Programs draw their own prompts with it too (Pi
@@ -505,8 +541,8 @@ impl Daemon {
             self.capture_at = min_opt(self.capture_at, later);
         }
         let mut screens = Vec::with_capacity(todo.len());
-        for id in todo {
-            match obs.capture(id).await {
+        for (id, r) in obs.capture_many(&todo).await {
+            match r {
                 Ok(s) => screens.push((id, s)),
                 Err(e) => tracing::debug!(pane = %id, error = %e, "capture failed"),
             }
@@ -630,10 +666,20 @@ impl Daemon {
         rules_stamp(&crate::paths::rules_dir()) != self.rules_stamp
     }
 
-    fn probe_all(&mut self) {
+    /// Probes every pane; unless `full` (the rules changed), an idle shell whose job did not
+    /// change costs one `stat` read (see [`PaneEntry::unchanged`]).
+    fn probe_all(&mut self, full: bool) {
+        let now = Instant::now();
         let ids: Vec<PaneId> = self.panes.keys().copied().collect();
         for id in ids {
-            self.probe(id);
+            if full
+                || self
+                    .panes
+                    .get_mut(&id)
+                    .is_some_and(|p| !p.unchanged(now, true))
+            {
+                self.probe(id);
+            }
         }
     }
 
@@ -644,7 +690,8 @@ impl Daemon {
         }
         let summary = self.load_rules();
         self.sound = sound_player(&self.config);
-        self.probe_all();
+        // New identities: every pane is probed in full.
+        self.probe_all(true);
         if !self.config.config.agent_status_detection {
             // S1.2: only native escape sequences still count.
             let now = Instant::now();

@@ -4,6 +4,7 @@
 
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use super::flood::FloodGate;
 use crate::ipc::schema::Subtask;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
@@ -89,6 +90,8 @@ pub struct PaneEntry {
     pub captured_at: Option<Instant>,
     /// The agent a process-less pane's screen looks like (manifest fingerprints).
     pub fingerprint: Option<String>,
+    /// Pauses our copy of the output of a pane that floods and that nothing reads.
+    pub flood: FloodGate,
 }
 
 /// Output re-probes a pane's foreground at most this often.
@@ -106,8 +109,8 @@ pub struct OutputOutcome {
 }
 
 impl PaneEntry {
-    /// A new entry (not yet probed).
-    pub fn new(pid: u32, now: Instant) -> Self {
+    /// A new entry (not yet probed); `flood_limit` in bytes per second (0: never pause).
+    pub fn new(pid: u32, now: Instant, flood_limit: u64) -> Self {
         PaneEntry {
             pid,
             fg: Foreground::default(),
@@ -123,7 +126,16 @@ impl PaneEntry {
             probed_at: None,
             captured_at: None,
             fingerprint: None,
+            flood: FloodGate::new(flood_limit),
         }
+    }
+
+    /// Whether nothing needs this pane's bytes: no agent (nor a process-less program whose
+    /// screen is read), no status report in the table and no `THINKTERM_AGENT` value.
+    pub fn unread(&self) -> bool {
+        !self.wants_capture()
+            && self.signals.records().is_empty()
+            && self.signals.user_var().is_none()
     }
 
     /// Reads the foreground job again, identifies it and tells the tracker.
@@ -164,6 +176,24 @@ impl PaneEntry {
             fx.extend(self.feed_user_var(now, unix_ms() / 1000));
         }
         fx
+    }
+
+    /// A cheap look at the pane (one read of its first process's `stat`): true when a full
+    /// [`probe`] could find nothing new, because the foreground job is the one probed last and
+    /// either this is not the `slow` timer or the shell itself is in the foreground (a program
+    /// can `exec` another within its job, so the slow timer probes programs fully). A pane
+    /// with a `THINKTERM_AGENT` value is always probed: its authority depends on time.
+    ///
+    /// [`probe`]: PaneEntry::probe
+    pub fn unchanged(&mut self, now: Instant, slow: bool) -> bool {
+        let same = self.probed_at.is_some()
+            && self.signals.user_var().is_none()
+            && (!slow || self.fg.at_shell || self.fg.tpgid.is_none())
+            && foreground::tpgid(self.pid) == self.fg.tpgid;
+        if same {
+            self.probed_at = Some(now);
+        }
+        same
     }
 
     /// Whether new output should lead to a capture (an agent runs here).
@@ -241,10 +271,12 @@ impl PaneEntry {
         self.output_bytes += data.len() as u64;
         let mut out = OutputOutcome::default();
         // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
-        // (`pane_current_command` misses a script started from a shell of the same name).
+        // (`pane_current_command` misses a script started from a shell of the same name). A
+        // new job is a new `tpgid`: one read tells whether a full probe is needed.
         if self
             .probed_at
             .is_none_or(|t| now.duration_since(t) >= PROBE_ON_OUTPUT)
+            && !self.unchanged(now, false)
         {
             out.effects.extend(self.probe(now, table, detection));
         }
@@ -381,6 +413,7 @@ impl PaneEntry {
             "foreground": self.fg.procs,
             "at_shell": self.fg.at_shell,
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
+            "output_paused": self.flood.is_paused(),
         })
     }
 }

@@ -24,6 +24,8 @@ pub struct Windows {
     pub looked: HashMap<WindowId, (bool, Option<PaneId>)>,
     /// Icons last set per window (to skip redundant set-option commands).
     pub icons: HashMap<WindowId, String>,
+    /// Marks last set per window (a spinner frame changes the icon, not the mark).
+    pub marks: HashMap<WindowId, WindowMark>,
     /// Summaries last set per session.
     pub summaries: HashMap<SessionId, String>,
     /// Spinner frame counter.
@@ -136,6 +138,7 @@ impl Daemon {
         for w in gone {
             self.windows.looked.remove(&w);
             self.windows.icons.remove(&w);
+            self.windows.marks.remove(&w);
             self.throttle.forget(w);
             self.rollup(RollupInput::WindowGone(w));
         }
@@ -168,6 +171,13 @@ impl Daemon {
 
     /// Sets `@thinkterm_mark` and `@thinkterm_icon` of a window and the summary of its session.
     pub(super) fn refresh_window_options(&mut self, window: WindowId) {
+        self.set_window_options(window);
+        self.refresh_summaries();
+        self.schedule_animation();
+    }
+
+    /// The window's own options, each sent only when it changed.
+    fn set_window_options(&mut self, window: WindowId) {
         if !self.config.config.status_line {
             return;
         }
@@ -178,8 +188,8 @@ impl Daemon {
             0
         };
         let icon = icon::window_icon(mark, frame, &self.icon_style);
-        if self.windows.icons.get(&window) != Some(&icon) {
-            self.windows.icons.insert(window, icon.clone());
+        if self.windows.marks.get(&window) != Some(&mark) {
+            self.windows.marks.insert(window, mark);
             self.tmux_send(&[
                 "set-option",
                 "-w",
@@ -188,6 +198,9 @@ impl Daemon {
                 "@thinkterm_mark",
                 mark.as_str(),
             ]);
+        }
+        if self.windows.icons.get(&window) != Some(&icon) {
+            self.windows.icons.insert(window, icon.clone());
             self.tmux_send(&[
                 "set-option",
                 "-w",
@@ -197,8 +210,6 @@ impl Daemon {
                 &icon,
             ]);
         }
-        self.refresh_summaries();
-        self.schedule_animation();
     }
 
     fn refresh_summaries(&mut self) {
@@ -271,8 +282,9 @@ impl Daemon {
             .filter(|(_, m)| *m == WindowMark::Running)
             .map(|(w, _)| w)
             .collect();
+        // A frame changes running windows' icons only: marks and summaries stay.
         for w in running {
-            self.refresh_window_options(w);
+            self.set_window_options(w);
         }
         self.schedule_animation();
     }
@@ -280,6 +292,7 @@ impl Daemon {
     /// Sets every option from scratch (after attaching to a server).
     pub(super) fn refresh_all_options(&mut self) {
         self.windows.icons.clear();
+        self.windows.marks.clear();
         self.windows.summaries.clear();
         let windows: Vec<WindowId> = self.windows.looked.keys().copied().collect();
         for w in windows {

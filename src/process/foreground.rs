@@ -48,6 +48,12 @@ fn read_stat(pid: u32) -> Option<Stat> {
     })
 }
 
+/// The foreground process group of a pane (field `tpgid` of its first process): one small
+/// read, to tell whether a full [`probe`] could find anything new.
+pub fn tpgid(pane_pid: u32) -> Option<u32> {
+    read_stat(pane_pid).and_then(|s| u32::try_from(s.tpgid).ok().filter(|&t| t > 0))
+}
+
 /// Reads one process's comm and argv.
 pub fn read_proc(pid: u32) -> Option<ProcInfo> {
     let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -142,6 +148,13 @@ mod tests {
         assert!(!p.comm.is_empty());
         assert!(!p.argv.is_empty());
         assert!(read_stat(me).is_some());
+    }
+
+    #[test]
+    fn the_job_of_this_process_is_read_cheaply() {
+        let me = std::process::id();
+        assert_eq!(tpgid(me), probe(me).tpgid);
+        assert_eq!(tpgid(u32::MAX - 1), None);
     }
 
     #[test]

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 /// Field separator in list formats: a character that does not occur in real names.
 pub const SEP: char = '\u{241F}';
 
-/// Quotes one argument for tmux's command parser. Safe words go bare; anything else is put in
+/// Quotes one argument for tmux's command parser. Safe words go bare (a word that starts with
+/// `%` only when it is a pane id: tmux 3.3a rejects a bare `%0:pause` as a syntax error, and
+/// `$` starts a variable); anything else is put in
 /// single quotes (no expansion happens inside them), or in double quotes with `\`, `"`, `$`
 /// escaped when it contains a single quote. Control characters (newline included: it would end
 /// the command) are replaced by spaces.
@@ -20,6 +22,9 @@ pub fn quote(arg: &str) -> String {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"%@$:._-/=,".contains(&b))
         && !clean.starts_with('$')
+        && clean
+            .strip_prefix('%')
+            .is_none_or(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
     {
         return clean;
     }
@@ -77,6 +82,9 @@ mod tests {
         assert_eq!(quote("x\ny; kill-server"), "'x y; kill-server'");
         assert_eq!(quote(""), "''");
         assert_eq!(quote("$1"), "'$1'");
+        assert_eq!(quote("%3:pause"), "'%3:pause'");
+        assert_eq!(quote("%if"), "'%if'");
+        assert_eq!(quote("a:%3"), "a:%3");
         assert_eq!(
             line(&["capture-pane", "-p", "-t", "%1"]),
             "capture-pane -p -t %1"

@@ -65,7 +65,7 @@ impl Connection {
         addr: &ServerAddress,
         session: &str,
         id: ConnId,
-        events: mpsc::Sender<(ConnId, ConnEvent)>,
+        events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     ) -> std::io::Result<Connection> {
         let mut child = Command::new(tmux)
             .args(addr.tmux_args())
@@ -98,19 +98,31 @@ impl Connection {
 
     /// Sends one command line and awaits its reply body.
     pub async fn command(&self, line: impl Into<String>) -> Result<Vec<String>, CommandError> {
-        let line = line.into();
-        if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
-            return Err(CommandError::BadLine);
-        }
-        let (tx, rx) = oneshot::channel();
-        self.commands
-            .send((line, tx))
-            .map_err(|_| CommandError::Closed)?;
-        let reply = rx.await.map_err(|_| CommandError::Closed)?;
-        if reply.ok {
-            Ok(reply.body)
+        self.start(line.into()).await
+    }
+
+    /// Sends one command line now and returns the future of its reply body, so that several
+    /// commands can be in flight at once (their replies come back in order, often in one read).
+    pub fn start(
+        &self,
+        line: String,
+    ) -> impl std::future::Future<Output = Result<Vec<String>, CommandError>> + use<> {
+        let sent = if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
+            Err(CommandError::BadLine)
         } else {
-            Err(CommandError::Tmux(reply.body.join(" ")))
+            let (tx, rx) = oneshot::channel();
+            self.commands
+                .send((line, tx))
+                .map(|_| rx)
+                .map_err(|_| CommandError::Closed)
+        };
+        async move {
+            let reply = sent?.await.map_err(|_| CommandError::Closed)?;
+            if reply.ok {
+                Ok(reply.body)
+            } else {
+                Err(CommandError::Tmux(reply.body.join(" ")))
+            }
         }
     }
 
@@ -159,7 +171,7 @@ async fn read_loop(
     mut stdout: ChildStdout,
     pending: Pending,
     id: ConnId,
-    events: mpsc::Sender<(ConnId, ConnEvent)>,
+    events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     ready: oneshot::Sender<()>,
 ) {
     let mut ready = Some(ready);
@@ -211,7 +223,7 @@ async fn read_loop(
                 }
             }
         }
-        if !batch.is_empty() && events.send((id, ConnEvent::Batch(batch))).await.is_err() {
+        if !batch.is_empty() && events.send((id, ConnEvent::Batch(batch))).is_err() {
             break 'read;
         }
     }
@@ -220,5 +232,5 @@ async fn read_loop(
     }
     let _ = child.start_kill();
     let _ = child.wait().await;
-    let _ = events.send((id, ConnEvent::Closed(exit_reason))).await;
+    let _ = events.send((id, ConnEvent::Closed(exit_reason)));
 }

@@ -26,9 +26,6 @@ const SUB_FOCUS: &str = "thinkterm_focus";
 /// Index of our hooks in the `client-focus-in`/`-out` hook arrays: high, so that the user's own
 /// hooks (usually at index 0) are untouched.
 const HOOK_INDEX: u32 = 9871;
-/// Capacity of the shared notification channel: enough to absorb bursts; when full, readers
-/// wait and tmux buffers.
-const CHANNEL: usize = 8192;
 
 /// What the observer reports.
 #[derive(Debug, PartialEq, Eq)]
@@ -80,8 +77,8 @@ pub struct Observer {
     conns: BTreeMap<SessionId, Connection>,
     by_id: HashMap<ConnId, SessionId>,
     next_id: u64,
-    tx: mpsc::Sender<(ConnId, ConnEvent)>,
-    rx: mpsc::Receiver<(ConnId, ConnEvent)>,
+    tx: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
+    rx: mpsc::UnboundedReceiver<(ConnId, ConnEvent)>,
     inventory: Inventory,
     dirty: HashSet<PaneId>,
     /// Notifications received but not yet reported.
@@ -108,7 +105,11 @@ impl Observer {
             .lines()
             .find_map(SessionId::parse)
             .ok_or_else(|| ObserveError::NoSessions(addr.socket.clone()))?;
-        let (tx, rx) = mpsc::channel(CHANNEL);
+        // Unbounded: a reader must never wait for the daemon, because the daemon may be waiting
+        // for a reply that sits behind that reader's notifications (a deadlock, seen with a
+        // flooding pane). The queue stays short: the daemon drains bytes far faster than tmux
+        // produces them, and floods that nothing reads are paused (`set_output`).
+        let (tx, rx) = mpsc::unbounded_channel();
         let mut obs = Observer {
             tmux,
             addr,
@@ -278,6 +279,52 @@ impl Observer {
             .command(format!("capture-pane -p -J -t {pane}"))
             .await?;
         Ok(body.join("\n"))
+    }
+
+    /// Captures several panes at once: every command is written before the first reply is
+    /// awaited, so the replies come back together (one wake-up, not one per pane). Results are
+    /// in the order of `panes`.
+    pub async fn capture_many(
+        &mut self,
+        panes: &[PaneId],
+    ) -> Vec<(PaneId, Result<String, CommandError>)> {
+        for p in panes {
+            self.dirty.remove(p);
+        }
+        let conn = match self.any_connection() {
+            Ok(c) => c.clone(),
+            Err(_) => {
+                return panes
+                    .iter()
+                    .map(|p| (*p, Err(CommandError::Closed)))
+                    .collect()
+            }
+        };
+        let pending: Vec<_> = panes
+            .iter()
+            .map(|p| (*p, conn.start(format!("capture-pane -p -J -t {p}"))))
+            .collect();
+        let mut out = Vec::with_capacity(pending.len());
+        for (p, reply) in pending {
+            out.push((p, reply.await.map(|b| b.join("\n"))));
+        }
+        out
+    }
+
+    /// Pauses or resumes the copy of a pane's output sent to our control clients
+    /// (`refresh-client -A '%P:pause'` / `continue`). tmux keeps reading the pane either way:
+    /// unlike `off`, a pause never stalls the program, even with no other client attached.
+    pub fn set_output(&mut self, pane: PaneId, on: bool) {
+        let action = if on { "continue" } else { "pause" };
+        let arg = format!("{pane}:{action}");
+        // The pane's window may be linked into several session groups: tell every client (the
+        // ones that do not see the pane answer with an error, which is dropped).
+        for conn in self.conns.values() {
+            conn.send(format!("refresh-client -A {}", quote(&arg)));
+        }
+        if !on {
+            self.dirty.remove(&pane);
+        }
     }
 
     /// Panes that wrote output since they were last captured.
