@@ -532,3 +532,29 @@ fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
     d.stop();
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
+
+#[test]
+fn an_agent_started_later_by_the_panes_own_first_process_is_identified() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let config = env.path("config/thinkterm/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "probe_interval_s = 1\n").unwrap();
+    let agent = support::drawing_agent(&env, "claude");
+    // The pane's first process stays in the foreground and starts the agent as a child later
+    // (no exec, so tmux's pane_current_command stays `sh`).
+    let wrapper = env.path("wrapper.sh");
+    script(
+        &wrapper,
+        &format!("#!/bin/sh\nsleep 2\n{}\nsleep 300\n", agent.display()),
+    );
+    let pane = tmux.new_session("wrap", Some(&wrapper.display().to_string()));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let row = wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
+    assert!(row["agent"].is_null(), "{row}");
+    wait_for(20, "claude identified under its starter", || {
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["agent"] == "claude")
+    });
+}

@@ -92,6 +92,8 @@ pub struct PaneEntry {
     pub fingerprint: Option<String>,
     /// Pauses our copy of the output of a pane that floods and that nothing reads.
     pub flood: FloodGate,
+    /// The children of the pane's first process at the last look (see `unchanged`).
+    children: String,
 }
 
 /// Output re-probes a pane's foreground at most this often.
@@ -127,6 +129,7 @@ impl PaneEntry {
             captured_at: None,
             fingerprint: None,
             flood: FloodGate::new(flood_limit),
+            children: String::new(),
         }
     }
 
@@ -149,6 +152,7 @@ impl PaneEntry {
         let program = |f: &Foreground| f.tpgid.filter(|_| !f.at_shell);
         let before = program(&self.fg);
         self.fg = foreground::probe(self.pid);
+        self.children = foreground::main_children(self.pid);
         if before.is_some() && before != program(&self.fg) {
             // S3.4: the value the program that left reported never labels what comes next.
             self.signals.clear_user_var();
@@ -178,18 +182,20 @@ impl PaneEntry {
         fx
     }
 
-    /// A cheap look at the pane (one read of its first process's `stat`): true when a full
-    /// [`probe`] could find nothing new, because the foreground job is the one probed last and
-    /// either this is not the `slow` timer or the shell itself is in the foreground (a program
-    /// can `exec` another within its job, so the slow timer probes programs fully). A pane
-    /// with a `THINKTERM_AGENT` value is always probed: its authority depends on time.
+    /// A cheap look at the pane (two small reads: its first process's `stat` and children):
+    /// true when a full [`probe`] could find nothing new, because the foreground job and the
+    /// first process's children are those probed last, and either this is not the `slow` timer
+    /// or the pane's first process itself is in the foreground (a program can `exec` another
+    /// within its job, so the slow timer probes programs fully). A pane with a
+    /// `THINKTERM_AGENT` value is always probed: its authority depends on time.
     ///
     /// [`probe`]: PaneEntry::probe
     pub fn unchanged(&mut self, now: Instant, slow: bool) -> bool {
         let same = self.probed_at.is_some()
             && self.signals.user_var().is_none()
             && (!slow || self.fg.at_shell || self.fg.tpgid.is_none())
-            && foreground::tpgid(self.pid) == self.fg.tpgid;
+            && foreground::tpgid(self.pid) == self.fg.tpgid
+            && foreground::main_children(self.pid) == self.children;
         if same {
             self.probed_at = Some(now);
         }

@@ -54,6 +54,12 @@ pub fn tpgid(pane_pid: u32) -> Option<u32> {
     read_stat(pane_pid).and_then(|s| u32::try_from(s.tpgid).ok().filter(|&t| t > 0))
 }
 
+/// The children of a process's main thread, as `/proc` lists them (one small read): with
+/// [`tpgid`], a cheap sign that something started or ended under the pane's first process.
+pub fn main_children(pid: u32) -> String {
+    fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+}
+
 /// Reads one process's comm and argv.
 pub fn read_proc(pid: u32) -> Option<ProcInfo> {
     let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
@@ -155,6 +161,22 @@ mod tests {
         let me = std::process::id();
         assert_eq!(tpgid(me), probe(me).tpgid);
         assert_eq!(tpgid(u32::MAX - 1), None);
+        // A shell's main thread starts a child, which the shell's list shows.
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let out = sh.stdout.take().unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut line).unwrap();
+        let listed = main_children(sh.id())
+            .split_whitespace()
+            .any(|c| c == line.trim());
+        let _ = std::process::Command::new("kill").arg(line.trim()).status();
+        let _ = sh.kill();
+        let _ = sh.wait();
+        assert!(listed, "a new child is listed");
     }
 
     #[test]
