@@ -71,7 +71,7 @@ impl FloodGate {
     /// `bytes` of output arrived. `eligible`: nothing reads this pane's bytes (no agent, no
     /// report, no variable). Returns [`FloodAction::Pause`] when the pane floods.
     pub fn on_output(&mut self, now: Instant, bytes: usize, eligible: bool) -> Option<FloodAction> {
-        if self.limit == 0 || self.paused_until.is_some() {
+        if self.limit == 0 || !eligible || self.paused_until.is_some() {
             return None;
         }
         let start = *self.window_start.get_or_insert(now);
@@ -86,7 +86,7 @@ impl FloodGate {
         }
         self.window_bytes += bytes as u64;
         let per_window = self.limit * WINDOW.as_millis() as u64 / 1000;
-        if !eligible || self.window_bytes < per_window.max(1) {
+        if self.window_bytes < per_window.max(1) {
             return None;
         }
         if self.sampling {

@@ -129,12 +129,8 @@ impl Connection {
     /// Sends one command without waiting for its reply (status-line options, focus): the reply
     /// is read and dropped. Refuses empty and multi-line commands like [`Connection::command`].
     pub fn send(&self, line: impl Into<String>) {
-        let line = line.into();
-        if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
-            return;
-        }
-        let (tx, _rx) = oneshot::channel();
-        let _ = self.commands.send((line, tx));
+        // `start` sends at once; dropping its future drops only the wait for the reply.
+        drop(self.start(line.into()));
     }
 
     /// Whether the client is still running.

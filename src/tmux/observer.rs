@@ -274,11 +274,8 @@ impl Observer {
     /// The visible screen of a pane, as `capture-pane -p -J` prints it, joined with `\n`.
     /// Clears the pane's dirty mark.
     pub async fn capture(&mut self, pane: PaneId) -> Result<String, CommandError> {
-        self.dirty.remove(&pane);
-        let body = self
-            .command(format!("capture-pane -p -J -t {pane}"))
-            .await?;
-        Ok(body.join("\n"))
+        let mut one = self.capture_many(&[pane]).await;
+        one.pop().map_or(Err(CommandError::Closed), |(_, r)| r)
     }
 
     /// Captures several panes at once: every command is written before the first reply is
