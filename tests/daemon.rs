@@ -25,21 +25,12 @@ fn a_live_agent_pane_is_classified_from_its_screen() {
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    let row = wait_for(10, "claude identified", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["agent"] == "claude")
-    });
+    let row = env.wait_row(&tmux, &pane, "agent", "claude", 10);
     assert_eq!(row["agent_name"], "Claude Code");
     tmux.type_line(&pane, &working);
-    wait_for(10, "working", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "working")
-    });
+    env.wait_row(&tmux, &pane, "state", "working", 10);
     tmux.type_line(&pane, &blocked);
-    let row = wait_for(10, "blocked", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "blocked")
-    });
+    let row = env.wait_row(&tmux, &pane, "state", "blocked", 10);
     assert_eq!(row["source"], "screen_rule");
     assert!(row["rule"].is_string());
     // explain PANE tells the same from the daemon.
@@ -96,14 +87,9 @@ contains = ["(ctrl-c to stop)"]
     wait_for(10, "rejection logged with file:line", || {
         d.log_text().contains("broken.toml:5").then_some(())
     });
-    wait_for(10, "zork identified", || {
-        env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "zork")
-    });
+    env.wait_row(&tmux, &pane, "agent", "zork", 10);
     tmux.type_line(&pane, &screen.display().to_string());
-    let row = wait_for(10, "zork working", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "working")
-    });
+    let row = env.wait_row(&tmux, &pane, "state", "working", 10);
     assert_eq!(row["rule"], "footer_working");
     // Change the rule and reload by SIGHUP: the same screen now reads blocked.
     let text = std::fs::read_to_string(rules.join("whatever-name.toml"))
@@ -113,10 +99,7 @@ contains = ["(ctrl-c to stop)"]
     let _ = std::process::Command::new("kill")
         .args(["-HUP", &d.child.id().to_string()])
         .status();
-    wait_for(10, "zork blocked after SIGHUP", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "blocked")
-    });
+    env.wait_row(&tmux, &pane, "state", "blocked", 10);
     // rules list shows the override's source.
     let (_, out, _) = env.run(&tmux, &["rules", "list"]);
     assert!(out.contains("whatever-name.toml"), "{out}");
@@ -189,9 +172,7 @@ fn events_show_each_transition_once_in_order_with_its_source() {
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     tmux.type_line(&pane, &idle);
-    wait_for(10, "idle", || {
-        env.pane_row(&tmux, &pane).filter(|r| r["state"] == "idle")
-    });
+    env.wait_row(&tmux, &pane, "state", "idle", 10);
     let rx = events(&env, &tmux);
     // Frames one by one, each after the previous state was published, so the debounce never
     // merges them.
@@ -246,10 +227,7 @@ $r report --app mytool --state done --msg 'All green'\nread\n"
     wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
     let rx = events(&env, &tmux);
     tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
-    let row = wait_for(10, "working reported", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "working")
-    });
+    let row = env.wait_row(&tmux, &pane, "state", "working", 10);
     assert_eq!(row["agent"], "mytool");
     assert_eq!(row["source"], "status_report");
     assert_eq!(row["message"], "Running tests");
@@ -292,9 +270,7 @@ fn a_user_variable_left_by_an_exited_program_labels_nothing_after_it() {
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     tmux.type_line(&pane, &tool.display().to_string());
-    let row = wait_for(10, "soul reported", || {
-        env.pane_row(&tmux, &pane).filter(|r| r["agent"] == "soul")
-    });
+    let row = env.wait_row(&tmux, &pane, "agent", "soul", 10);
     assert_eq!(row["state"], "working");
     assert_eq!(row["source"], "user_var");
     // The reporter exits; the next program is not soul.
@@ -364,13 +340,6 @@ fn replayed_codex_output_reports_the_states_the_real_run_emitted() {
     );
 }
 
-fn window_option(tmux: &Tmux, window: &str, name: &str) -> String {
-    tmux.try_cmd(&["show-options", "-wqv", "-t", window, name])
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
 #[test]
 fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_restart() {
     let Some(idle) = fixture("claude-code/2.1.328/001-idle.txt") else {
@@ -383,32 +352,24 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
     let env = Env::new();
     let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
-    let window = tmux
-        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
-        .trim()
-        .to_string();
+    let window = tmux.window_of(&pane);
     let other = tmux.new_window("proj", None);
     tmux.cmd(&["select-window", "-t", &other]);
     let _client = support::Client::attach(&tmux, "proj", 120, 40);
     let mut d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    wait_for(10, "claude identified", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["agent"] == "claude")
-    });
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
     tmux.type_line(&pane, &idle);
-    wait_for(10, "idle", || {
-        env.pane_row(&tmux, &pane).filter(|r| r["state"] == "idle")
-    });
+    env.wait_row(&tmux, &pane, "state", "idle", 10);
     let mark = |want: &str| {
         wait_for(10, &format!("window mark {want}"), || {
-            (window_option(&tmux, &window, "@thinkterm_mark") == want).then_some(())
+            (tmux.window_option(&window, "@thinkterm_mark") == want).then_some(())
         })
     };
     tmux.type_line(&pane, &working);
     mark("running");
     assert!(
-        !window_option(&tmux, &window, "@thinkterm_icon").is_empty(),
+        !tmux.window_option(&window, "@thinkterm_icon").is_empty(),
         "running shows an icon"
     );
     assert_eq!(
@@ -430,7 +391,7 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
     // The sidecar restarts: done survives.
     d.stop();
     wait_for(10, "options cleared on shutdown", || {
-        window_option(&tmux, &window, "@thinkterm_mark")
+        tmux.window_option(&window, "@thinkterm_mark")
             .is_empty()
             .then_some(())
     });
@@ -497,15 +458,9 @@ fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
     };
     wait_for(20, "the flood's output copy paused", paused);
     // An agent beside the flood is still classified.
-    wait_for(10, "claude identified", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["agent"] == "claude")
-    });
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
     tmux.type_line(&pane, &working);
-    wait_for(10, "working", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "working")
-    });
+    env.wait_row(&tmux, &pane, "state", "working", 10);
     // The flood ends and another program starts in the pane: once it has been running for a
     // moment (tmux reports the new command within a second), what it reports is read.
     let reporter = env.path("reporter.sh");
@@ -522,10 +477,7 @@ fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
         &flood,
         &reporter.display().to_string(),
     ]);
-    let row = wait_for(15, "the report from the formerly flooding pane", || {
-        env.pane_row(&tmux, &flood)
-            .filter(|r| r["state"] == "blocked")
-    });
+    let row = env.wait_row(&tmux, &flood, "state", "blocked", 15);
     assert_eq!(row["source"], "status_report", "{row}");
     // And the daemon still stops promptly on SIGTERM.
     let started = std::time::Instant::now();
@@ -553,8 +505,5 @@ fn an_agent_started_later_by_the_panes_own_first_process_is_identified() {
     d.wait_ready(&env, &tmux);
     let row = wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
     assert!(row["agent"].is_null(), "{row}");
-    wait_for(20, "claude identified under its starter", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["agent"] == "claude")
-    });
+    env.wait_row(&tmux, &pane, "agent", "claude", 20);
 }

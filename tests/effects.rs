@@ -547,10 +547,7 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
     else {
         return;
     };
-    let window = tmux
-        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
-        .trim()
-        .to_string();
+    let window = tmux.window_of(&pane);
     tmux.new_session("elsewhere", None);
     // The person's client shows the agent's window.
     let client = support::Client::attach(&tmux, "proj", 120, 40);
@@ -567,21 +564,11 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
     support::wait_for(10, "client attached", || person_window(&tmux));
     let d = support::Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    support::wait_for(10, "claude", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["agent"] == "claude")
-    });
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
     tmux.type_line(&pane, &blocked.display().to_string());
-    support::wait_for(10, "blocked", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "blocked")
-    });
+    env.wait_row(&tmux, &pane, "state", "blocked", 10);
     support::wait_for(10, "mark", || {
-        (tmux
-            .cmd(&["show-options", "-wqv", "-t", &window, "@thinkterm_mark"])
-            .trim()
-            == "attention")
-            .then_some(())
+        (tmux.window_option(&window, "@thinkterm_mark") == "attention").then_some(())
     });
     // The mark is set after the notification was decided: none for the window being looked at.
     assert!(
@@ -604,10 +591,7 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
         person_window(&tmux).filter(|w| w.ends_with("elsewhere"))
     });
     tmux.type_line(&pane, &working.display().to_string());
-    support::wait_for(10, "working", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "working")
-    });
+    env.wait_row(&tmux, &pane, "state", "working", 10);
     tmux.type_line(&pane, &blocked.display().to_string());
     assert!(
         wait_until(|| calls.lock().unwrap().len() == 1).await,
@@ -663,25 +647,12 @@ async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
     let mut client = support::Client::attach(&tmux, "elsewhere", 120, 40);
     let d = support::Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    support::wait_for(10, "claude", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["agent"] == "claude")
-    });
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
     tmux.type_line(&pane, &blocked.display().to_string());
-    support::wait_for(10, "blocked", || {
-        env.pane_row(&tmux, &pane)
-            .filter(|r| r["state"] == "blocked")
-    });
-    let window = tmux
-        .cmd(&["display-message", "-p", "-t", &pane, "#{window_id}"])
-        .trim()
-        .to_string();
+    env.wait_row(&tmux, &pane, "state", "blocked", 10);
+    let window = tmux.window_of(&pane);
     support::wait_for(10, "mark", || {
-        (tmux
-            .cmd(&["show-options", "-wqv", "-t", &window, "@thinkterm_mark"])
-            .trim()
-            == "attention")
-            .then_some(())
+        (tmux.window_option(&window, "@thinkterm_mark") == "attention").then_some(())
     });
     assert!(
         calls.lock().unwrap().is_empty(),
@@ -711,15 +682,9 @@ async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
             "no notification after focus-out"
         );
         tmux.type_line(&pane, &working.display().to_string());
-        support::wait_for(10, "working", || {
-            env.pane_row(&tmux, &pane)
-                .filter(|r| r["state"] == "working")
-        });
+        env.wait_row(&tmux, &pane, "state", "working", 10);
         tmux.type_line(&pane, &blocked.display().to_string());
-        support::wait_for(10, "blocked", || {
-            env.pane_row(&tmux, &pane)
-                .filter(|r| r["state"] == "blocked")
-        });
+        env.wait_row(&tmux, &pane, "state", "blocked", 10);
         let _ = wait_until_for(Duration::from_millis(700), || {
             !calls.lock().unwrap().is_empty()
         })

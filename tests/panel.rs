@@ -200,10 +200,7 @@ fn the_panel_survives_a_daemon_restart() {
         &agent,
         &fixtures.join("003-working.txt").display().to_string(),
     );
-    support::wait_for(10, "working", || {
-        env.pane_row(&tmux, &agent)
-            .filter(|r| r["state"] == "working")
-    });
+    env.wait_row(&tmux, &agent, "state", "working", 10);
     let cmd = format!(
         "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} {bin} -L {} panel",
         env.path("run").display(),

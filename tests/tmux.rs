@@ -88,16 +88,10 @@ fn foreground_processes_and_agents_are_identified() {
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     tmux.type_line(&shell, "sleep 300");
-    let row = wait_for(10, "sleep in the foreground", || {
-        env.pane_row(&tmux, &shell)
-            .filter(|r| r["fg_process"] == "sleep")
-    });
+    let row = env.wait_row(&tmux, &shell, "fg_process", "sleep", 10);
     assert_eq!(row["agent"], serde_json::Value::Null);
     assert_eq!(row["process_less"], false);
-    let row = wait_for(10, "codex identified", || {
-        env.pane_row(&tmux, &codex)
-            .filter(|r| r["agent"] == "codex")
-    });
+    let row = env.wait_row(&tmux, &codex, "agent", "codex", 10);
     assert_eq!(row["fg_process"], "node");
     assert!(row["fg_argv"][1]
         .as_str()
@@ -110,10 +104,7 @@ fn foreground_processes_and_agents_are_identified() {
     assert_eq!(row["agent"], serde_json::Value::Null);
     // Back at the prompt, the shell is in the foreground again.
     tmux.cmd(&["send-keys", "-t", &shell, "C-c"]);
-    wait_for(10, "shell back in the foreground", || {
-        env.pane_row(&tmux, &shell)
-            .filter(|r| r["fg_process"] == "bash")
-    });
+    env.wait_row(&tmux, &shell, "fg_process", "bash", 10);
 }
 
 #[test]

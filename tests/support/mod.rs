@@ -119,6 +119,21 @@ impl Tmux {
         self.cmd(&args).trim().to_string()
     }
 
+    /// The id of the window holding `pane`.
+    pub fn window_of(&self, pane: &str) -> String {
+        self.cmd(&["display-message", "-p", "-t", pane, "#{window_id}"])
+            .trim()
+            .to_string()
+    }
+
+    /// A window option's value ("" when unset or unreadable).
+    pub fn window_option(&self, window: &str, name: &str) -> String {
+        self.try_cmd(&["show-options", "-wqv", "-t", window, name])
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    }
+
     /// Types text and Enter into a pane.
     pub fn type_line(&self, pane: &str, text: &str) {
         self.cmd(&["send-keys", "-t", pane, "-l", text]);
@@ -226,6 +241,20 @@ impl Env {
             .iter()
             .find(|p| p["pane"] == pane)
             .cloned()
+    }
+
+    /// Waits up to `secs` for `pane`'s row to have `key` equal to `value`; returns the row.
+    pub fn wait_row(
+        &self,
+        tmux: &Tmux,
+        pane: &str,
+        key: &str,
+        value: &str,
+        secs: u64,
+    ) -> serde_json::Value {
+        wait_for(secs, &format!("{pane}: {key} = {value}"), || {
+            self.pane_row(tmux, pane).filter(|r| r[key] == value)
+        })
     }
 }
 
