@@ -1,14 +1,21 @@
-//! Control-mode decoding: splitting the control stream into lines, decoding `%output` lines and
-//! un-escaping tmux's octal escapes, beside a bare `memchr` pass over the same bytes (the floor:
-//! any decoder must at least find the newlines). Goal: within 2× of `memchr` on plain text.
-//! Inputs: the real Claude Code recording (escape-heavy TUI redraws) and plain text, both turned
-//! into the `%output %P …` lines tmux writes.
+//! Control-mode decoding and escape-sequence scanning: splitting the control stream into lines,
+//! decoding `%output` lines, and finding every escape sequence in what the panes wrote, beside a
+//! bare `memchr` pass over the same bytes (the floor: any decoder must at least find the
+//! newlines). Goal: within 2× of `memchr` on plain text. Inputs: the real Claude Code recording
+//! (escape-heavy TUI redraws) and plain text, both turned into the `%output %P …` lines tmux
+//! writes.
+//!
+//! "split + decode + scan" is the daemon's whole path for a read of the control stream: lines
+//! split, `%output` data copied (still escaped) into the read's batch, and each batch entry
+//! scanned the way `PaneEntry::on_output` does it: un-escaped from its first ESC only, then fed
+//! to the OSC scanner. "… unescape everything" is the path before escaped pass-through.
 #![allow(missing_docs)] // criterion macros generate undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use std::path::PathBuf;
-use thinkterm_sidecar::tmux::escape::{escape, unescape};
-use thinkterm_sidecar::tmux::protocol::{Decoder, LineSplitter, Notification};
+use thinkterm_sidecar::osc::scanner::Scanner;
+use thinkterm_sidecar::tmux::escape::{escape, unescape, Escaped};
+use thinkterm_sidecar::tmux::protocol::{Decoder, Line, LineSplitter};
 
 /// How many raw bytes tmux puts in one `%output` line at most (its read buffer size varies; a
 /// few hundred to a few thousand bytes is what it writes under load).
@@ -63,20 +70,51 @@ fn control_stream(raw: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Splits and decodes a whole stream in 64 KiB reads (a socket read's size); returns the
-/// payload bytes so nothing is optimised away.
+/// Splits and decodes a whole stream in 64 KiB reads (a socket read's size), without copying;
+/// returns the payload bytes so nothing is optimised away.
 fn decode_all(stream: &[u8]) -> usize {
     let mut splitter = LineSplitter::default();
     let mut decoder = Decoder::default();
     let mut total = 0;
     for read in stream.chunks(64 * 1024) {
         splitter.feed(read, |line| {
-            if let Some(Notification::Output { data, .. }) = decoder.decode(line) {
-                total += data.len();
+            if let Line::Output(_, wire) = decoder.decode_line(line) {
+                total += wire.len();
             }
         });
     }
     total
+}
+
+/// The daemon's path: per 64 KiB read, the pane's output merged into one batch entry (copied,
+/// still escaped), then scanned from its first ESC (`unescape_all`: the old path, un-escaping
+/// everything first). Returns the scanner's events.
+fn decode_and_scan(stream: &[u8], unescape_all: bool) -> usize {
+    let mut splitter = LineSplitter::default();
+    let mut decoder = Decoder::default();
+    let mut scanner = Scanner::new();
+    let mut events = 0;
+    for read in stream.chunks(64 * 1024) {
+        let mut batch: Option<Escaped> = None;
+        splitter.feed(read, |line| {
+            if let Line::Output(_, wire) = decoder.decode_line(line) {
+                match &mut batch {
+                    Some(b) => b.extend_wire(wire),
+                    None => batch = Some(Escaped::from_wire_with_capacity(wire, read.len())),
+                }
+            }
+        });
+        let Some(data) = batch else { continue };
+        let raw = if unescape_all || !scanner.is_idle() {
+            Some(data.unescape())
+        } else {
+            data.from_first_esc()
+        };
+        if let Some(raw) = raw {
+            scanner.feed(&raw, &mut |_| events += 1);
+        }
+    }
+    events
 }
 
 fn bench(c: &mut Criterion) {
@@ -85,8 +123,12 @@ fn bench(c: &mut Criterion) {
         ("plain-text", control_stream(&plain(256 * 1024))),
     ];
     for (name, stream) in &inputs {
-        // Sanity: decoding gives back exactly the raw bytes' length.
+        // Sanity: both scanning paths see the same escape sequences.
         assert!(decode_all(stream) > 0);
+        assert_eq!(
+            decode_and_scan(stream, false),
+            decode_and_scan(stream, true)
+        );
         let escaped: Vec<u8> = stream
             .split(|b| *b == b'\n')
             .filter_map(|l| l.strip_prefix(b"%output %7 "))
@@ -101,8 +143,14 @@ fn bench(c: &mut Criterion) {
         g.bench_function("memchr2 newline+backslash pass", |b| {
             b.iter(|| memchr::memchr2_iter(b'\n', b'\\', black_box(stream)).count())
         });
-        g.bench_function("split + decode + unescape", |b| {
+        g.bench_function("split + decode", |b| {
             b.iter(|| decode_all(black_box(stream)))
+        });
+        g.bench_function("split + decode + scan", |b| {
+            b.iter(|| decode_and_scan(black_box(stream), false))
+        });
+        g.bench_function("split + decode + scan, unescape everything", |b| {
+            b.iter(|| decode_and_scan(black_box(stream), true))
         });
         g.bench_function("unescape only", |b| {
             b.iter(|| unescape(black_box(&escaped)).len())

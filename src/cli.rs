@@ -259,7 +259,7 @@ fn trunc(s: &str, n: usize) -> String {
 /// `events`.
 pub async fn events(cli: &Cli, json: bool) -> anyhow::Result<()> {
     let mut c = connect(cli).await?;
-    c.send(&Request::Subscribe).await?;
+    c.send(&Request::Events).await?;
     while let Some(reply) = c.next().await? {
         if let Reply::Event(e) = reply {
             if json {

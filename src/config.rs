@@ -29,7 +29,8 @@ pub struct Config {
     pub sound_waiting: Option<PathBuf>,
     /// Animate the status-line spinner while something runs.
     pub spinner: bool,
-    /// Spinner frame interval in milliseconds.
+    /// Spinner frame interval in milliseconds (rounded to the read grid). Every frame redraws
+    /// the status line of every attached client, over ssh too: 5 frames a second by default.
     pub spinner_interval_ms: u64,
     /// How long output may settle before a dirty pane is captured, in milliseconds.
     pub capture_delay_ms: u64,
@@ -37,6 +38,10 @@ pub struct Config {
     pub capture_interval_ms: u64,
     /// Seconds between slow re-probes of foreground processes.
     pub probe_interval_s: u64,
+    /// While panes keep writing, read their control client every this many milliseconds instead
+    /// of at every write; capture rounds and spinner frames land on the same grid, at half this
+    /// step (0: read every write at once).
+    pub read_batch_ms: u64,
     /// A pane with no agent, report or variable that writes more than this many KiB per second
     /// has its copy of the output paused in the sidecar's control client (0: never).
     pub flood_pause_kib_s: u64,
@@ -58,10 +63,11 @@ impl Default for Config {
             sound_done: None,
             sound_waiting: None,
             spinner: true,
-            spinner_interval_ms: 120,
+            spinner_interval_ms: 200,
             capture_delay_ms: 40,
             capture_interval_ms: 100,
             probe_interval_s: 10,
+            read_batch_ms: 100,
             flood_pause_kib_s: 256,
             status_line: true,
             log: "info".into(),
@@ -69,6 +75,9 @@ impl Default for Config {
         }
     }
 }
+
+/// Longest `read_batch_ms`: output read later than this would delay what it reports.
+pub const MAX_READ_BATCH_MS: u64 = 200;
 
 /// Every key, dotted for tables.
 pub const KEYS: &[&str] = &[
@@ -83,6 +92,7 @@ pub const KEYS: &[&str] = &[
     "capture_delay_ms",
     "capture_interval_ms",
     "probe_interval_s",
+    "read_batch_ms",
     "flood_pause_kib_s",
     "status_line",
     "log",
@@ -285,6 +295,7 @@ fn set(c: &mut Config, key: &str, v: toml::Value) -> Result<(), String> {
         "capture_delay_ms" => c.capture_delay_ms = n(&v)?,
         "capture_interval_ms" => c.capture_interval_ms = n(&v)?,
         "probe_interval_s" => c.probe_interval_s = n(&v)?.max(1),
+        "read_batch_ms" => c.read_batch_ms = n(&v)?.min(MAX_READ_BATCH_MS),
         "flood_pause_kib_s" => c.flood_pause_kib_s = n(&v)?,
         "status_line" => c.status_line = b(&v)?,
         "log" => c.log = s(&v)?,

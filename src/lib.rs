@@ -16,7 +16,8 @@
 //!   sounds, focusing a pane.
 //! - [`panel`]: the agents panel TUI (ratatui), fed by the daemon's event stream.
 //! - [`ipc`]: the daemon's unix socket and its JSON-lines protocol, server and client.
-//! - [`daemon`]: the glue that owns the tasks and wires the pieces together.
+//! - [`daemon`]: the glue that owns the tasks and wires the pieces together; [`timer`] wakes
+//!   them with one `timerfd`.
 //! - [`config`]: defaults, the config file and environment overrides.
 //! - [`cli`]: the command-line interface.
 
@@ -34,4 +35,5 @@ pub mod process;
 pub mod rules;
 pub mod state;
 pub mod thread;
+pub mod timer;
 pub mod tmux;

@@ -115,17 +115,27 @@ contains = ["(ctrl-c to stop)"]
     assert!(out.contains("broken.toml:5"), "{out}");
 }
 
-/// Subscribes to the daemon's socket (as `events --json` does) in a thread; returns once the
-/// subscription is live (its first snapshot arrived), with a receiver of the events as JSON.
-fn events(env: &Env, tmux: &Tmux) -> std::sync::mpsc::Receiver<serde_json::Value> {
-    use thinkterm_sidecar::ipc::schema::{Reply, Request};
-    let sock = std::fs::read_dir(env.path("run/thinkterm"))
+/// The daemon's socket.
+fn daemon_socket(env: &Env) -> std::path::PathBuf {
+    std::fs::read_dir(env.path("run/thinkterm"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "sock"))
-        .expect("daemon socket");
-    let _ = tmux;
+        .expect("daemon socket")
+}
+
+/// A stream from the daemon's socket, read in a thread: sends `requests`, and forwards every
+/// reply after the first snapshot (which says the stream is live: the daemon takes a
+/// connection's requests in order) whose kind `keep` accepts. Returns once it is live.
+fn stream(
+    env: &Env,
+    requests: &[thinkterm_sidecar::ipc::schema::Request],
+    keep: fn(&thinkterm_sidecar::ipc::schema::Reply) -> bool,
+) -> std::sync::mpsc::Receiver<thinkterm_sidecar::ipc::schema::Reply> {
+    use thinkterm_sidecar::ipc::schema::Reply;
+    let sock = daemon_socket(env);
+    let requests = requests.to_vec();
     let (tx, rx) = std::sync::mpsc::channel();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -137,24 +147,49 @@ fn events(env: &Env, tmux: &Tmux) -> std::sync::mpsc::Receiver<serde_json::Value
             let mut c = thinkterm_sidecar::ipc::Client::connect(&sock)
                 .await
                 .expect("connect");
-            c.send(&Request::Subscribe).await.expect("subscribe");
+            for r in &requests {
+                c.send(r).await.expect("request");
+            }
+            let mut live = false;
             while let Ok(Some(reply)) = c.next().await {
-                match reply {
-                    Reply::Snapshot { .. } => {
-                        let _ = ready_tx.send(());
-                    }
-                    Reply::Event(e) if tx.send(serde_json::to_value(&e).unwrap()).is_err() => {
-                        return
-                    }
-                    _ => {}
+                if !live && matches!(reply, Reply::Snapshot { .. }) {
+                    live = true;
+                    let _ = ready_tx.send(());
+                } else if keep(&reply) && tx.send(reply).is_err() {
+                    return;
                 }
             }
         });
     });
     ready_rx
         .recv_timeout(std::time::Duration::from_secs(10))
-        .expect("subscription live");
+        .expect("stream live");
     rx
+}
+
+/// Subscribes (as the panel does): the events, as JSON.
+fn events(env: &Env, tmux: &Tmux) -> std::sync::mpsc::Receiver<serde_json::Value> {
+    use thinkterm_sidecar::ipc::schema::{Reply, Request};
+    let _ = tmux;
+    let replies = stream(env, &[Request::Subscribe], |r| matches!(r, Reply::Event(_)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for r in replies {
+            if let Reply::Event(e) = r {
+                if tx.send(serde_json::to_value(&e).unwrap()).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// An `events` stream (what `thinkterm-sidecar events` asks for): every reply, whatever its
+/// kind. An `agents` request after it makes the first snapshot that says it is live.
+fn events_only(env: &Env) -> std::sync::mpsc::Receiver<thinkterm_sidecar::ipc::schema::Reply> {
+    use thinkterm_sidecar::ipc::schema::Request;
+    stream(env, &[Request::Events, Request::Agents], |_| true)
 }
 
 #[test]
@@ -174,6 +209,7 @@ fn events_show_each_transition_once_in_order_with_its_source() {
     tmux.type_line(&pane, &idle);
     env.wait_row(&tmux, &pane, "state", "idle", 10);
     let rx = events(&env, &tmux);
+    let only = events_only(&env);
     // Frames one by one, each after the previous state was published, so the debounce never
     // merges them.
     let mut seen = Vec::new();
@@ -204,6 +240,17 @@ fn events_show_each_transition_once_in_order_with_its_source() {
     assert!(rx
         .recv_timeout(std::time::Duration::from_millis(800))
         .is_err());
+    // The events-only stream carried the same events and no snapshot.
+    let mut got = Vec::new();
+    while let Ok(reply) = only.try_recv() {
+        match reply {
+            thinkterm_sidecar::ipc::schema::Reply::Event(e) => {
+                got.push(e.new.map(|s| s.as_str().to_string()).unwrap_or_default())
+            }
+            other => panic!("an events stream got {other:?}"),
+        }
+    }
+    assert_eq!(got, seen);
 }
 
 const BIN: &str = env!("CARGO_BIN_EXE_thinkterm-sidecar");

@@ -216,7 +216,9 @@ async fn collect_output(obs: &mut Observer, pane: &str, until: &[u8]) -> Vec<u8>
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while memchr::memmem::find(&got, until).is_none() {
         match tokio::time::timeout_at(deadline, obs.next()).await {
-            Ok(Observed::Output { pane: p, data }) if p.to_string() == pane => got.extend(data),
+            Ok(Observed::Output { pane: p, data }) if p.to_string() == pane => {
+                got.extend(data.unescape())
+            }
             Ok(_) => {}
             Err(_) => panic!("timed out; got {:?}", String::from_utf8_lossy(&got)),
         }
@@ -254,13 +256,9 @@ fn titles_and_commands_follow_subscriptions() {
     with_observer(&tmux, async |obs| {
         let id = pane.parse().unwrap();
         tmux.type_line(&pane, r"printf '\033]2;my agent title\033\\'; sleep 300");
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         let (mut title, mut command) = (false, false);
-        while !(title && command) {
-            match tokio::time::timeout_at(deadline, obs.next())
-                .await
-                .expect("subscription changes")
-            {
+        until(obs, 10, "subscription changes", |obs, o| {
+            match o {
                 Observed::Title(p) if p == id => {
                     title = obs.inventory().panes[&id].title == "my agent title"
                 }
@@ -269,7 +267,112 @@ fn titles_and_commands_follow_subscriptions() {
                 }
                 _ => {}
             }
+            title && command
+        })
+        .await;
+    });
+}
+
+/// Takes what the observer reports until `done` says so; panics after `secs` seconds.
+async fn until(
+    obs: &mut Observer,
+    secs: u64,
+    what: &str,
+    mut done: impl FnMut(&Observer, Observed) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let o = tokio::time::timeout_at(deadline, obs.next())
+            .await
+            .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
+        if done(obs, o) {
+            return;
         }
+    }
+}
+
+/// Regression: a command that changed between a subscription check and a re-list was never
+/// reported (the re-list made the inventory current, so the later notice looked like no change),
+/// and the pane showed its old foreground process until the slow timer.
+#[test]
+fn a_command_change_seen_first_by_a_relist_is_still_reported() {
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("relist", None);
+    with_observer(&tmux, async |obs| {
+        let id = pane.parse().unwrap();
+        tmux.type_line(&pane, "sleep 300");
+        // Re-list as soon as tmux reports the new command, well before its once-a-second
+        // subscription check does.
+        wait_for(10, "sleep in the foreground", || {
+            (tmux
+                .cmd(&["display", "-p", "-t", &pane, "#{pane_current_command}"])
+                .trim()
+                == "sleep")
+                .then_some(())
+        });
+        obs.refresh().await.expect("re-list");
+        assert_eq!(obs.inventory().panes[&id].current_command, "sleep");
+        until(obs, 5, "the command change", |_, o| {
+            o == Observed::Command(id)
+        })
+        .await;
+    });
+}
+
+/// A pane that writes a hundred times a second reaches a paced observer in batches, one per
+/// read period rather than one per write, and every byte arrives in order.
+#[test]
+fn a_busy_pane_is_read_on_the_grid_and_nothing_is_lost() {
+    use thinkterm_sidecar::timer::Timer;
+    use thinkterm_sidecar::tmux::connection::Pacing;
+    use thinkterm_sidecar::tmux::grid::Grid;
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("paced", None);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
+        let pacing = Pacing {
+            grid: Grid::new(
+                std::time::Instant::now(),
+                std::time::Duration::from_millis(50),
+            ),
+            timer: Timer::start(),
+        };
+        let mut obs = Observer::connect_paced(find_tmux().unwrap(), addr, pacing)
+            .await
+            .expect("observer connects");
+        // 200 numbered lines, 10 ms apart: two seconds of small writes.
+        tmux.type_line(
+            &pane,
+            "i=0; while [ $i -lt 200 ]; do i=$((i+1)); echo \"n=$i;\"; sleep 0.01; done; echo END",
+        );
+        let mut got = Vec::new();
+        let mut batches = 0usize;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        while memchr::memmem::find(&got, b"\r\nEND").is_none() {
+            match tokio::time::timeout_at(deadline, obs.next()).await {
+                Ok(Observed::Output { pane: p, data }) if p.to_string() == pane => {
+                    batches += 1;
+                    got.extend(data.unescape());
+                }
+                Ok(_) => {}
+                Err(_) => panic!("timed out; got {:?}", String::from_utf8_lossy(&got)),
+            }
+        }
+        let text = String::from_utf8_lossy(&got);
+        let numbers: Vec<u32> = text
+            .split("n=")
+            .skip(1)
+            .filter_map(|t| t.split(';').next()?.parse().ok())
+            .collect();
+        let want: Vec<u32> = (1..=200).collect();
+        assert_eq!(numbers, want, "every line, in order");
+        // Two seconds at one read per 100 ms is about 20 batches; read at every write it is
+        // about 200 (the shell's echo of the typed line adds a few).
+        assert!(batches <= 60, "{batches} batches for ~200 writes");
     });
 }
 
@@ -319,7 +422,7 @@ async fn output_within(obs: &mut Observer, pane: &str, window: std::time::Durati
     while let Ok(o) = tokio::time::timeout_at(end, obs.next()).await {
         if let Observed::Output { pane: p, data } = o {
             if p.to_string() == pane {
-                n += data.len();
+                n += data.wire_len();
             }
         }
     }

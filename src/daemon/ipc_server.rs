@@ -53,7 +53,7 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                         continue;
                     }
                 };
-                let streaming = matches!(request, Request::Subscribe);
+                let streaming = matches!(request, Request::Subscribe | Request::Events);
                 let (tx, mut rx) = mpsc::channel(1024);
                 if core.send(IpcMessage { request, reply: tx }).await.is_err() {
                     return;

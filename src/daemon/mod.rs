@@ -3,6 +3,7 @@
 //! that each piece of state has one owner and nothing runs when nothing happens: no timer is
 //! armed unless some work is due.
 
+mod capture;
 mod flood;
 mod ipc_server;
 mod panes;
@@ -16,7 +17,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
-use tokio::time::sleep_until;
 
 use crate::config::{self, Loaded};
 use crate::effects::desktop::{Desktop, DesktopConfig, DesktopEvent};
@@ -32,7 +32,10 @@ use crate::process::identify::IdentityTable;
 use crate::rules::{Catalog, Snapshot};
 use crate::thread::icon::IconStyle;
 use crate::thread::{Rollup, RollupInput};
-use crate::tmux::observer::{Observed, Observer};
+use crate::timer::Timer;
+use crate::tmux::connection::{CommandError, Pacing};
+use crate::tmux::grid::Grid;
+use crate::tmux::observer::{Captures, Observed, Observer};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 pub use ipc_server::IpcMessage;
 use panes::{Clock, PaneEntry};
@@ -66,6 +69,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 enum Wake {
     Observed(Observed),
+    Captured(Vec<(PaneId, Result<String, CommandError>)>),
     Desktop(DesktopEvent),
     Ipc(IpcMessage),
     Deadline,
@@ -83,10 +87,16 @@ struct Daemon {
     rules_stamp: Vec<(PathBuf, u64, std::time::SystemTime)>,
     observer: Option<Observer>,
     panes: HashMap<PaneId, PaneEntry>,
-    subscribers: Vec<mpsc::Sender<Reply>>,
+    /// Streams: every one gets the events; those with `true` also get fresh snapshots.
+    subscribers: Vec<(mpsc::Sender<Reply>, bool)>,
     clock: Clock,
     relist_at: Option<Instant>,
     capture_at: Option<Instant>,
+    /// The capture round in flight (its grid instant and its replies): the daemon goes on
+    /// taking in output while tmux answers.
+    capturing: Option<(Instant, Captures)>,
+    /// A round came due while another was in flight: start it when that one ends.
+    capture_again: bool,
     changed: bool,
     probe_at: Option<Instant>,
     reconnect_at: Option<Instant>,
@@ -99,6 +109,10 @@ struct Daemon {
     sound: SoundPlayer,
     icon_style: IconStyle,
     desktop_entry: Option<String>,
+    /// The instants busy control clients are read at; timers that can wait land on them too.
+    grid: Grid,
+    /// Wakes the daemon and the readers at their deadlines.
+    timer: Timer,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -128,7 +142,14 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         (None, None)
     };
     let sound = sound_player(&config);
+    // Busy control clients are read on every second instant of the grid (see `tmux::grid`).
+    let grid = Grid::new(
+        Instant::now(),
+        Duration::from_millis(config.config.read_batch_ms) / 2,
+    );
     let mut d = Daemon {
+        grid,
+        timer: Timer::start(),
         rollup: Rollup::new(),
         windows: windows::Windows::default(),
         throttle: Throttle::default(),
@@ -149,6 +170,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         clock: Clock::new(),
         relist_at: None,
         capture_at: None,
+        capturing: None,
+        capture_again: false,
         changed: false,
         probe_at: None,
         reconnect_at: Some(Instant::now()),
@@ -159,22 +182,43 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
     let mut hup = signal(SignalKind::hangup()).context("SIGHUP handler")?;
+    // The wait for the nearest deadline lives across turns of the loop and is made again only
+    // when that deadline moves: a wait made and dropped at every event would re-arm the timer.
+    let mut armed: Option<Option<Instant>> = None;
+    let mut sleep: Sleep = Box::pin(std::future::pending());
     loop {
         let deadline = d.next_deadline();
+        if armed != Some(deadline) {
+            armed = Some(deadline);
+            sleep = Box::pin(sleep_opt(d.timer.clone(), deadline));
+        }
         let wake = tokio::select! {
             o = next_observed(&mut d.observer) => Wake::Observed(o),
+            c = capture::captured(&mut d.capturing) => Wake::Captured(c),
             Some(m) = ipc_rx.recv() => Wake::Ipc(m),
             Some(e) = recv_opt(&mut desktop_rx) => Wake::Desktop(e),
-            _ = sleep_opt(deadline) => Wake::Deadline,
+            _ = &mut sleep => {
+                armed = None;
+                Wake::Deadline
+            }
             _ = hup.recv() => Wake::Reload,
             _ = term.recv() => Wake::Shutdown,
             _ = int.recv() => Wake::Shutdown,
         };
         match wake {
             Wake::Observed(o) => d.on_observed(o).await,
+            Wake::Captured(screens) => d.on_captured(screens),
             Wake::Ipc(m) => d.on_ipc(m).await,
             Wake::Desktop(e) => d.on_desktop(e),
-            Wake::Deadline => d.on_deadline().await,
+            Wake::Deadline => {
+                // The readers woken by the same grid instant run first, and what they read is
+                // taken in before the timers act: a capture round sees every pane that wrote.
+                tokio::task::yield_now().await;
+                while let Some(o) = d.observer.as_mut().and_then(Observer::try_next) {
+                    d.on_observed(o).await;
+                }
+                d.on_deadline().await
+            }
             Wake::Reload => {
                 let msg = d.reload();
                 tracing::info!("{msg}");
@@ -217,9 +261,12 @@ fn sound_player(config: &Loaded) -> SoundPlayer {
     )
 }
 
-async fn sleep_opt(t: Option<Instant>) {
+/// The daemon's wait for its nearest deadline.
+type Sleep = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+async fn sleep_opt(timer: Timer, t: Option<Instant>) {
     match t {
-        Some(t) => sleep_until(t.into()).await,
+        Some(t) => timer.sleep_until(t).await,
         None => std::future::pending().await,
     }
 }
@@ -261,8 +308,12 @@ impl Daemon {
             self.relist().await;
         }
         if self.capture_at.is_some_and(|t| t <= now) {
-            self.capture_at = None;
-            self.capture_dirty().await;
+            let round = self.capture_at.take().unwrap_or(now);
+            if self.capturing.is_some() {
+                self.capture_again = true;
+            } else {
+                self.capture_dirty(round);
+            }
         }
         if self.windows.animate_at.is_some_and(|t| t <= now) {
             self.animate();
@@ -296,12 +347,20 @@ impl Daemon {
                 tracing::info!("rule files changed: {msg}");
             }
             self.probe_all(false);
-            self.probe_at = Some(now + Duration::from_secs(self.config.config.probe_interval_s));
+            self.probe_at = Some(
+                self.grid
+                    .coarser(2)
+                    .at_or_after(now + Duration::from_secs(self.config.config.probe_interval_s)),
+            );
         }
     }
 
     async fn try_connect(&mut self) {
-        match Observer::connect(self.tmux.clone(), self.addr.clone()).await {
+        let pacing = Pacing {
+            grid: self.grid,
+            timer: self.timer.clone(),
+        };
+        match Observer::connect_paced(self.tmux.clone(), self.addr.clone(), pacing).await {
             Ok(o) => {
                 tracing::info!(
                     tmux = %self.addr.socket.display(),
@@ -317,8 +376,9 @@ impl Daemon {
                 self.sync_panes();
                 self.update_looked();
                 self.refresh_all_options();
-                self.probe_at =
-                    Some(Instant::now() + Duration::from_secs(self.config.config.probe_interval_s));
+                self.probe_at = Some(self.grid.coarser(2).at_or_after(
+                    Instant::now() + Duration::from_secs(self.config.config.probe_interval_s),
+                ));
                 self.broadcast_snapshot();
             }
             Err(e) => {
@@ -350,7 +410,9 @@ impl Daemon {
                 if out.title_changed && wants {
                     p.needs_capture = true;
                 }
-                let flood = p.flood.on_output(Instant::now(), data.len(), p.unread());
+                let flood = p
+                    .flood
+                    .on_output(Instant::now(), data.wire_len(), p.unread());
                 if let Some(a) = flood {
                     self.flood_action(pane, a);
                 }
@@ -359,7 +421,7 @@ impl Daemon {
                     self.on_prompt(pane);
                 }
                 if wants {
-                    self.schedule_capture();
+                    self.schedule_capture(pane);
                 }
                 self.flush_changes();
             }
@@ -388,7 +450,7 @@ impl Daemon {
                 // Output was dropped while paused: look at the screen again.
                 if let Some(p) = self.panes.get_mut(&pane).filter(|p| p.wants_capture()) {
                     p.needs_capture = true;
-                    self.schedule_capture();
+                    self.schedule_capture(pane);
                 }
             }
             Observed::ServerGone => {
@@ -403,6 +465,8 @@ impl Daemon {
                 self.throttle = Throttle::default();
                 self.relist_at = None;
                 self.probe_at = None;
+                self.capturing = None;
+                self.capture_again = false;
                 self.waiting_logged = true;
                 self.backoff = Duration::from_millis(100);
                 self.reconnect_at = Some(Instant::now() + self.backoff);
@@ -465,7 +529,7 @@ impl Daemon {
         if p.agent().is_some() && p.agent() != before.as_deref() {
             // A newly identified agent: look at its screen now.
             p.needs_capture = true;
-            self.schedule_capture();
+            self.schedule_capture(pane);
         }
         let released = self
             .panes
@@ -497,67 +561,6 @@ impl Daemon {
                 self.on_pane_effects(pane, fx);
             }
         }
-    }
-
-    fn schedule_capture(&mut self) {
-        let delay = Duration::from_millis(self.config.config.capture_delay_ms);
-        self.capture_at.get_or_insert(Instant::now() + delay);
-    }
-
-    /// Captures every pane that wrote output since its last capture and has an agent, and
-    /// classifies it. Other dirty panes are forgotten: nothing reads their screens.
-    async fn capture_dirty(&mut self) {
-        let Some(obs) = &mut self.observer else {
-            return;
-        };
-        let dirty: Vec<PaneId> = obs.dirty().iter().copied().collect();
-        let mut todo: Vec<PaneId> = self
-            .panes
-            .iter()
-            .filter(|(_, p)| p.needs_capture)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in dirty {
-            match self.panes.get(&id) {
-                Some(p) if p.wants_capture() => todo.push(id),
-                _ => obs.clear_dirty(id),
-            }
-        }
-        todo.sort();
-        todo.dedup();
-        // A pane that keeps drawing is captured at most every capture_interval_ms; the rest of
-        // its output waits for the next round (it stays dirty).
-        let start = Instant::now();
-        let every = Duration::from_millis(self.config.config.capture_interval_ms);
-        let mut later: Option<Instant> = None;
-        todo.retain(|id| match self.panes.get(id).and_then(|p| p.captured_at) {
-            Some(t) if start < t + every => {
-                later = min_opt(later, Some(t + every));
-                false
-            }
-            _ => true,
-        });
-        if later.is_some() {
-            self.capture_at = min_opt(self.capture_at, later);
-        }
-        let mut screens = Vec::with_capacity(todo.len());
-        for (id, r) in obs.capture_many(&todo).await {
-            match r {
-                Ok(s) => screens.push((id, s)),
-                Err(e) => tracing::debug!(pane = %id, error = %e, "capture failed"),
-            }
-        }
-        let now = Instant::now();
-        for (id, screen) in screens {
-            let Some(p) = self.panes.get_mut(&id) else {
-                continue;
-            };
-            p.needs_capture = false;
-            p.captured_at = Some(now);
-            let fx = p.classify(now, &self.catalog, screen);
-            self.on_pane_effects(id, fx);
-        }
-        self.flush_changes();
     }
 
     /// Acts on what a pane's state machine returned.
@@ -612,7 +615,7 @@ impl Daemon {
         tracing::debug!(pane = %pane, old = ?ev.old, new = ?ev.new, source = ?ev.source, "state change");
         let reply = Reply::Event(ev);
         self.subscribers
-            .retain(|s| s.try_send(reply.clone()).is_ok() || !s.is_closed());
+            .retain(|(s, _)| s.try_send(reply.clone()).is_ok() || !s.is_closed());
     }
 
     /// After a round of inputs: if any pane changed, subscribers get a fresh snapshot (events
@@ -706,12 +709,16 @@ impl Daemon {
                 self.on_pane_effects(id, fx);
             }
         }
-        for p in self.panes.values_mut() {
+        let mut agents = Vec::new();
+        for (id, p) in self.panes.iter_mut() {
             if p.agent().is_some() {
                 p.needs_capture = true;
+                agents.push(*id);
             }
         }
-        self.schedule_capture();
+        for id in agents {
+            self.schedule_capture(id);
+        }
         self.broadcast_snapshot();
         summary
     }
@@ -728,12 +735,14 @@ impl Daemon {
     }
 
     fn broadcast_snapshot(&mut self) {
-        if self.subscribers.is_empty() {
+        // Building and sending a snapshot of every pane costs: only for those who asked.
+        if !self.subscribers.iter().any(|(_, snapshots)| *snapshots) {
             return;
         }
         let snap = self.snapshot();
-        self.subscribers
-            .retain(|s| s.try_send(snap.clone()).is_ok() || !s.is_closed());
+        self.subscribers.retain(|(s, snapshots)| {
+            !*snapshots || s.try_send(snap.clone()).is_ok() || !s.is_closed()
+        });
     }
 
     async fn on_ipc(&mut self, m: IpcMessage) {
@@ -741,7 +750,11 @@ impl Daemon {
             Request::Agents => self.snapshot(),
             Request::Subscribe => {
                 let _ = m.reply.send(self.snapshot()).await;
-                self.subscribers.push(m.reply);
+                self.subscribers.push((m.reply, true));
+                return;
+            }
+            Request::Events => {
+                self.subscribers.push((m.reply, false));
                 return;
             }
             Request::Reload => Reply::Done {

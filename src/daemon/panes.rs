@@ -17,6 +17,7 @@ use crate::pane::{
 use crate::process::foreground::{self, Foreground};
 use crate::process::identify::{program_name, Identity, IdentityTable};
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
+use crate::tmux::escape::Escaped;
 
 /// Unix milliseconds now.
 pub fn unix_ms() -> u64 {
@@ -68,7 +69,7 @@ pub struct PaneEntry {
     pub fg: Foreground,
     /// What the probe found.
     pub identity: Identity,
-    /// Bytes of output seen (for diagnostics).
+    /// Bytes of output seen, as tmux sent them (escaped; for diagnostics).
     pub output_bytes: u64,
     /// Capture at the next capture round even without new output.
     pub needs_capture: bool,
@@ -108,6 +109,17 @@ pub struct OutputOutcome {
     pub prompt: bool,
     /// The title changed: the rules' title region must be evaluated again.
     pub title_changed: bool,
+}
+
+/// What of a pane's output its scanner must see: outside any sequence only an ESC can start
+/// something the sidecar reads (a lone BEL means nothing to it), so text before the first ESC is
+/// skipped and text with none is not even un-escaped; inside a sequence, everything.
+fn to_scan(signals: &PaneSignals, data: &Escaped) -> Option<Vec<u8>> {
+    if signals.is_idle() {
+        data.from_first_esc()
+    } else {
+        Some(data.unescape())
+    }
 }
 
 impl PaneEntry {
@@ -270,11 +282,11 @@ impl PaneEntry {
         &mut self,
         now: Instant,
         now_unix: u64,
-        data: &[u8],
+        data: &Escaped,
         table: &IdentityTable,
         detection: bool,
     ) -> OutputOutcome {
-        self.output_bytes += data.len() as u64;
+        self.output_bytes += data.wire_len() as u64;
         let mut out = OutputOutcome::default();
         // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
         // (`pane_current_command` misses a script started from a shell of the same name). A
@@ -286,10 +298,13 @@ impl PaneEntry {
         {
             out.effects.extend(self.probe(now, table, detection));
         }
+        let Some(raw) = to_scan(&self.signals, data) else {
+            return out;
+        };
         // Each report's summary right after it, so a burst of reports replays every state.
         let mut summaries = Vec::new();
         let mut signals = Vec::new();
-        self.signals.feed(data, now_unix, &mut |s, records| {
+        self.signals.feed(&raw, now_unix, &mut |s, records| {
             if matches!(s, Signal::StatusReport(_)) {
                 summaries.push(summarize(records));
             }
@@ -461,4 +476,75 @@ fn summarize(records: &Records) -> Option<ReportSummary> {
         })
         .collect();
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Feeds raw chunks to one scanner and their escaped form, through [`to_scan`], to another;
+    /// returns both signal lists without bells.
+    fn both(chunks: &[Vec<u8>]) -> (Vec<Signal>, Vec<Signal>) {
+        let (mut all, mut fast) = (PaneSignals::new(), PaneSignals::new());
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for c in chunks {
+            a.extend(all.feed_collect(c, 7));
+            if let Some(raw) = to_scan(&fast, &Escaped::from_raw(c)) {
+                b.extend(fast.feed_collect(&raw, 7));
+            }
+        }
+        let no_bell = |v: Vec<Signal>| -> Vec<Signal> {
+            v.into_iter().filter(|s| *s != Signal::Bell).collect()
+        };
+        (no_bell(a), no_bell(b))
+    }
+
+    #[test]
+    fn skipping_text_before_an_esc_loses_no_signal_of_a_real_recording() {
+        let Ok(raw) =
+            std::fs::read("/work/shared/fixtures/agents/codex/0.169.0/raw-main-120x40.bin")
+        else {
+            eprintln!("codex fixture absent: skipped");
+            return;
+        };
+        for size in [1, 7, 333, 4096] {
+            let chunks: Vec<Vec<u8>> = raw.chunks(size).map(<[u8]>::to_vec).collect();
+            let (a, b) = both(&chunks);
+            assert!(a.iter().any(|s| matches!(s, Signal::StatusReport(_))));
+            assert_eq!(a, b, "chunks of {size}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn skipping_text_before_an_esc_loses_no_signal(
+            pieces in proptest::collection::vec(0usize..10, 0..16),
+            cuts in proptest::collection::vec(any::<usize>(), 0..8),
+        ) {
+            const PIECES: [&[u8]; 10] = [
+                b"\x1b]0;a title\x07",
+                b"\x1b]2;t\x1b\\",
+                b"\x1b]7501;state=working\x1b\\",
+                b"\x1b]9;4;1;50\x07",
+                b"\x1bPtmux;\x1b\x1b]0;p\x07\x1b\\",
+                b"plain text, $ ls\r\n",
+                b"\x07",
+                b"\x1b[1mbold\x1b[0m",
+                b"\x1b]0;cut\x18",
+                b"\x1b]133;A\x07",
+            ];
+            let stream: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+            let mut at: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+            at.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut from = 0;
+            for to in at.into_iter().chain([stream.len()]) {
+                chunks.push(stream[from..to].to_vec());
+                from = to;
+            }
+            let (a, b) = both(&chunks);
+            prop_assert_eq!(a, b);
+        }
+    }
 }

@@ -210,8 +210,11 @@ pub struct StateEvent {
 pub enum Request {
     /// Every pane and window now.
     Agents,
-    /// Subscribe: a `Snapshot` now, then `Event`s as they happen.
+    /// Subscribe: a `Snapshot` now, then `Event`s as they happen and a fresh `Snapshot`
+    /// whenever anything else changes.
     Subscribe,
+    /// `Event`s as they happen, and nothing else (no snapshot is built for this stream).
+    Events,
     /// Reload detection rules and config.
     Reload,
     /// Explain one pane's verdict.

@@ -137,6 +137,12 @@ impl Scanner {
         }
     }
 
+    /// Whether it is outside every sequence (and every passthrough): until the next ESC, input
+    /// can only be text or a lone BEL.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Ground && self.pass == Pass::Off
+    }
+
     /// Forgets any half-read sequence (e.g. after tmux paused the pane and output was lost).
     pub fn reset(&mut self) {
         self.state = State::Ground;

@@ -176,6 +176,12 @@ impl PaneSignals {
         });
     }
 
+    /// Whether no escape sequence is open: the next bytes up to an ESC can only be text, or a
+    /// BEL outside any sequence ([`Signal::Bell`], which nothing acts on).
+    pub fn is_idle(&self) -> bool {
+        self.scanner.is_idle()
+    }
+
     /// Like [`PaneSignals::feed`], collecting the signals.
     pub fn feed_collect(&mut self, bytes: &[u8], now_unix: u64) -> Vec<Signal> {
         let mut out = Vec::new();

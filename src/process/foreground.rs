@@ -5,6 +5,8 @@
 
 use std::collections::VecDeque;
 use std::fs;
+use std::io::Read as _;
+use std::path::Path;
 
 use super::identify::ProcInfo;
 
@@ -30,6 +32,37 @@ impl Foreground {
     }
 }
 
+/// Room for a `/proc` file in one read: `stat` is a few hundred bytes, a long `cmdline` a few
+/// kilobytes (the buffer grows for longer ones).
+const PROC_READ: usize = 4096;
+
+/// Reads a whole `/proc` file with as few system calls as it takes: procfs reports a size of 0,
+/// which makes `fs::read` start with a 32-byte probe and grow from there (six reads for a
+/// `stat`). One read into room for the whole file, one more to see its end.
+fn read_proc_file(path: impl AsRef<Path>) -> Option<Vec<u8>> {
+    let mut f = fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; PROC_READ];
+    let mut n = 0;
+    loop {
+        if n == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// [`read_proc_file`] as text (`None` for a file that is not UTF-8).
+fn read_proc_text(path: impl AsRef<Path>) -> Option<String> {
+    String::from_utf8(read_proc_file(path)?).ok()
+}
+
 /// Fields of `/proc/PID/stat` after the command name.
 struct Stat {
     pgrp: u32,
@@ -37,7 +70,7 @@ struct Stat {
 }
 
 fn read_stat(pid: u32) -> Option<Stat> {
-    let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let s = read_proc_text(format!("/proc/{pid}/stat"))?;
     // The name can contain spaces and parentheses: split after the last ')'.
     let rest = &s[s.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -57,16 +90,15 @@ pub fn tpgid(pane_pid: u32) -> Option<u32> {
 /// The children of a process's main thread, as `/proc` lists them (one small read): with
 /// [`tpgid`], a cheap sign that something started or ended under the pane's first process.
 pub fn main_children(pid: u32) -> String {
-    fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
+    read_proc_text(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default()
 }
 
 /// Reads one process's comm and argv.
 pub fn read_proc(pid: u32) -> Option<ProcInfo> {
-    let comm = fs::read_to_string(format!("/proc/{pid}/comm"))
-        .ok()?
+    let comm = read_proc_text(format!("/proc/{pid}/comm"))?
         .trim_end_matches('\n')
         .to_string();
-    let raw = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let raw = read_proc_file(format!("/proc/{pid}/cmdline")).unwrap_or_default();
     let argv = raw
         .split(|&b| b == 0)
         .filter(|a| !a.is_empty())
@@ -81,7 +113,7 @@ fn children(pid: u32) -> Vec<u32> {
         return out;
     };
     for t in tasks.flatten() {
-        if let Ok(s) = fs::read_to_string(t.path().join("children")) {
+        if let Some(s) = read_proc_text(t.path().join("children")) {
             out.extend(s.split_whitespace().filter_map(|c| c.parse::<u32>().ok()));
         }
     }

@@ -12,7 +12,7 @@ use regex::Regex;
 pub struct IdentitySpec {
     /// The agent's id (the manifest `id`).
     pub agent: String,
-    /// Executable names (`comm`, or the last path segment of argv[0] or of a script argument).
+    /// Executable names (`comm`, or the last path segment of `argv[0]` or of a script argument).
     pub process_names: Vec<String>,
     /// Regexes matched against the whole argv joined by single spaces.
     pub argv_patterns: Vec<Regex>,
@@ -180,7 +180,7 @@ impl IdentityTable {
     }
 }
 
-/// The name a process goes by: argv[0]'s last segment (unwrapped), else comm.
+/// The name a process goes by: `argv[0]`'s last segment (unwrapped), else comm.
 pub fn program_name(p: &ProcInfo) -> String {
     match p.argv.first() {
         // Login shells show as `-bash`.

@@ -1,4 +1,4 @@
-//! Turning a manifest file into a [`Manifest`]: parse (stage one, [`super::raw`]), then validate
+//! Turning a manifest file into a [`Manifest`]: parse (stage one, `raw`), then validate
 //! and compile, collecting every problem as `file:line: reason`.
 
 use super::model::{Fingerprint, Gate, Identity, Manifest, Rule, RuleState, ENGINE_VERSION};

@@ -3,7 +3,7 @@
 //! overridden from `$XDG_CONFIG_HOME/thinkterm/agent-detection/`, and the pure engine that
 //! classifies a pane snapshot.
 //!
-//! - [`raw`]/[`compile`]: two-stage loading with `file:line: reason` errors and the limits.
+//! - `raw`/[`compile`]: two-stage loading with `file:line: reason` errors and the limits.
 //! - [`region`]: which part of the snapshot a rule looks at.
 //! - [`eval`]: the engine (priorities, fallback, evidence).
 //! - [`catalog`]: bundled + overrides, aliases, identity table, fingerprints.

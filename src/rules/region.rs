@@ -180,7 +180,8 @@ pub fn screen_lines(screen: &str) -> Vec<&str> {
 /// A line drawn only with solid box-drawing rule characters (at least 8 of them).
 pub fn is_horizontal_rule(line: &str) -> bool {
     let t = line.trim();
-    t.chars().count() >= 8 && t.chars().all(|c| matches!(c, '─' | '━' | '═'))
+    // The character test first: most lines fail it at their first character.
+    t.chars().all(|c| matches!(c, '─' | '━' | '═')) && t.chars().count() >= 8
 }
 
 /// The last two horizontal rules: the top and bottom of the input box.

@@ -49,7 +49,7 @@ pub fn command_dirs(
 const LOGIN_SHELL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The login shell's PATH (runs `$SHELL -lc 'printf %s "$PATH"'` with a fixed argv), or None
-/// when it fails or takes longer than [`LOGIN_SHELL_TIMEOUT`].
+/// when it fails or takes longer than `LOGIN_SHELL_TIMEOUT` (2 s).
 pub fn login_shell_path() -> Option<String> {
     use std::io::Read;
     let shell = std::env::var_os("SHELL")?;

@@ -3,18 +3,32 @@
 //! channel, tagged with the connection's id) and hands each command reply to whoever awaits it;
 //! a writer task sends command lines. Replies come back in the order commands were sent, which
 //! is how a reply finds its caller.
+//!
+//! Reading on a [`Grid`]: after a read that found something, the reader stops watching the pipe
+//! and reads it again at the next grid instant, so a pane that writes every few milliseconds
+//! wakes the process once per period, not once per write, and every connection's reader wakes at
+//! the same instant. The pipe is watched again (a write wakes the reader at once) as soon as a
+//! grid instant finds it empty, and whenever a command's reply is awaited.
 
 use std::collections::VecDeque;
+use std::io::Read as _;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{mpsc, oneshot, Notify};
 
-use super::protocol::{Decoder, LineSplitter, Notification, Reply};
+use super::escape::Escaped;
+use super::grid::Grid;
+use super::protocol::{Body, Decoder, Line, LineSplitter, Notification, Reply};
 use super::server::ServerAddress;
+use crate::ids::PaneId;
+use crate::timer::Timer;
 
 /// Identifies a connection in the shared event channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,6 +61,37 @@ pub enum CommandError {
 
 type Pending = Arc<Mutex<VecDeque<oneshot::Sender<Reply>>>>;
 
+/// Whether someone still waits for one of the replies due (a dropped receiver waits for
+/// nothing: a command sent with [`Connection::send`]).
+fn awaited(pending: &Pending) -> bool {
+    pending
+        .lock()
+        .map(|p| p.iter().any(|w| !w.is_closed()))
+        .unwrap_or(false)
+}
+
+/// How a busy connection is read: on which grid, woken by which timer.
+#[derive(Clone, Debug)]
+pub struct Pacing {
+    /// Reads of a busy client happen on every second instant of this grid.
+    pub grid: Grid,
+    /// What wakes the reader at those instants.
+    pub timer: Timer,
+}
+
+impl Pacing {
+    /// Every write is read at once.
+    pub fn immediate() -> Pacing {
+        Pacing {
+            grid: Grid::off(),
+            timer: Timer::tokio(),
+        }
+    }
+}
+
+/// Most bytes read in one wake-up before the other tasks get a turn.
+const DRAIN_LIMIT: usize = 256 * 1024;
+
 /// A handle on a running control client. Cheap to clone; the client detaches when the last
 /// handle is dropped (its stdin closes).
 #[derive(Clone, Debug)]
@@ -59,13 +104,15 @@ pub struct Connection {
 pub const ATTACH_FLAGS: &str = "ignore-size,read-only";
 
 impl Connection {
-    /// Starts a control client attached to `session` (a tmux target such as `$3`).
+    /// Starts a control client attached to `session` (a tmux target such as `$3`), read at the
+    /// `pacing` grid's instants while it is busy (see the module's doc).
     pub fn spawn(
         tmux: &Path,
         addr: &ServerAddress,
         session: &str,
         id: ConnId,
         events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
+        pacing: Pacing,
     ) -> std::io::Result<Connection> {
         let mut child = Command::new(tmux)
             .args(addr.tmux_args())
@@ -83,11 +130,29 @@ impl Connection {
             .stdout
             .take()
             .ok_or_else(|| std::io::Error::other("no stdout"))?;
+        // Our own registration of the pipe, which the reader drops and makes again.
+        let stdout = pipe::Receiver::from_owned_fd(stdout.into_owned_fd()?)?;
         let pending: Pending = Arc::default();
+        let awaited_reply = Arc::new(Notify::new());
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
-        tokio::spawn(write_loop(stdin, rx, pending.clone(), ready_rx));
-        tokio::spawn(read_loop(child, stdout, pending, id, events, ready_tx));
+        tokio::spawn(write_loop(
+            stdin,
+            rx,
+            pending.clone(),
+            ready_rx,
+            awaited_reply.clone(),
+        ));
+        let reader = Reader {
+            stdout: Stdout::Watched(stdout),
+            pending,
+            id,
+            events,
+            ready: Some(ready_tx),
+            pacing,
+            awaited_reply,
+        };
+        tokio::spawn(reader.run(child));
         Ok(Connection { id, commands: tx })
     }
 
@@ -107,6 +172,16 @@ impl Connection {
         &self,
         line: String,
     ) -> impl std::future::Future<Output = Result<Vec<String>, CommandError>> + use<> {
+        let reply = self.start_body(line);
+        async move { reply.await.map(|b| b.to_lines()) }
+    }
+
+    /// [`Connection::start`], with the reply body as tmux sent it (one text, no allocation
+    /// per line: what a captured screen needs).
+    pub fn start_body(
+        &self,
+        line: String,
+    ) -> impl std::future::Future<Output = Result<Body, CommandError>> + use<> {
         let sent = if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
             Err(CommandError::BadLine)
         } else {
@@ -121,7 +196,9 @@ impl Connection {
             if reply.ok {
                 Ok(reply.body)
             } else {
-                Err(CommandError::Tmux(reply.body.join(" ")))
+                Err(CommandError::Tmux(
+                    reply.body.lines().collect::<Vec<_>>().join(" "),
+                ))
             }
         }
     }
@@ -130,7 +207,7 @@ impl Connection {
     /// is read and dropped. Refuses empty and multi-line commands like [`Connection::command`].
     pub fn send(&self, line: impl Into<String>) {
         // `start` sends at once; dropping its future drops only the wait for the reply.
-        drop(self.start(line.into()));
+        drop(self.start_body(line.into()));
     }
 
     /// Whether the client is still running.
@@ -144,89 +221,246 @@ async fn write_loop(
     mut rx: mpsc::UnboundedReceiver<(String, oneshot::Sender<Reply>)>,
     pending: Pending,
     ready: oneshot::Receiver<()>,
+    awaited_reply: Arc<Notify>,
 ) {
     // Commands sent before the attach completes fail with "no current client".
     if ready.await.is_err() {
         return;
     }
-    while let Some((mut line, reply)) = rx.recv().await {
-        // Queue the waiter before the line can be answered.
-        if let Ok(mut p) = pending.lock() {
-            p.push_back(reply);
+    let mut out = String::new();
+    while let Some(first) = rx.recv().await {
+        // Every command queued by now goes out in one write.
+        out.clear();
+        let mut awaited = false;
+        let mut next = Some(first);
+        while let Some((line, reply)) = next {
+            awaited |= !reply.is_closed();
+            // Queue the waiter before the line can be answered.
+            if let Ok(mut p) = pending.lock() {
+                p.push_back(reply);
+            }
+            out.push_str(&line);
+            out.push('\n');
+            next = rx.try_recv().ok();
         }
-        line.push('\n');
-        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+        if stdin.write_all(out.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
             break;
+        }
+        if awaited {
+            // Someone waits for the reply: the reader must watch the pipe now.
+            awaited_reply.notify_one();
         }
     }
     // Dropping stdin detaches the client.
 }
 
-async fn read_loop(
-    mut child: Child,
-    mut stdout: ChildStdout,
+/// The reading end of the client's stdout.
+enum Stdout {
+    /// Registered with the runtime: a write wakes the reader.
+    Watched(pipe::Receiver),
+    /// Not registered (non-blocking): read at grid instants; writes wake nobody.
+    Unwatched(std::fs::File),
+    /// Between the two, only if a conversion failed.
+    Gone,
+}
+
+impl Stdout {
+    /// Registers the pipe (if it is not) so that a write wakes the reader.
+    fn watched(&mut self) -> std::io::Result<&pipe::Receiver> {
+        *self = match std::mem::replace(self, Stdout::Gone) {
+            Stdout::Unwatched(f) => {
+                Stdout::Watched(pipe::Receiver::from_owned_fd_unchecked(OwnedFd::from(f))?)
+            }
+            other => other,
+        };
+        match self {
+            Stdout::Watched(r) => Ok(r),
+            _ => Err(std::io::Error::other("pipe lost")),
+        }
+    }
+
+    /// Drops the pipe's registration: writes wake nobody until [`Stdout::watched`].
+    fn unwatch(&mut self) -> std::io::Result<()> {
+        *self = match std::mem::replace(self, Stdout::Gone) {
+            Stdout::Watched(r) => Stdout::Unwatched(std::fs::File::from(r.into_nonblocking_fd()?)),
+            other => other,
+        };
+        Ok(())
+    }
+
+    /// Reads what is there without waiting: `Ok(0)` at end of file, `WouldBlock` when empty.
+    fn try_read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stdout::Watched(r) => r.try_read(buf),
+            Stdout::Unwatched(f) => f.read(buf),
+            Stdout::Gone => Err(std::io::Error::other("pipe lost")),
+        }
+    }
+}
+
+struct Reader {
+    stdout: Stdout,
     pending: Pending,
     id: ConnId,
     events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
-    ready: oneshot::Sender<()>,
-) {
-    let mut ready = Some(ready);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut splitter = LineSplitter::default();
-    let mut decoder = Decoder::default();
-    let mut exit_reason = None;
-    let mut out: Vec<Notification> = Vec::new();
-    'read: loop {
-        let n = match stdout.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        splitter.feed(&buf[..n], |line| out.extend(decoder.decode(line)));
-        let mut batch: Vec<Notification> = Vec::new();
-        for note in out.drain(..) {
-            match note {
-                Notification::Reply(r) if r.from_client => {
-                    let waiter = pending.lock().ok().and_then(|mut p| p.pop_front());
-                    if let Some(w) = waiter {
-                        let _ = w.send(r);
+    /// Told when tmux has answered the attach (commands may go out).
+    ready: Option<oneshot::Sender<()>>,
+    pacing: Pacing,
+    /// Notified by the writer when it sent a command whose reply is awaited.
+    awaited_reply: Arc<Notify>,
+}
+
+impl Reader {
+    async fn run(mut self, mut child: Child) {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut splitter = LineSplitter::default();
+        let mut decoder = Decoder::default();
+        let mut exit_reason = None;
+        // Reads on the grid happen on every second instant of it: the timers of the daemon that
+        // sit on the other instants (capture rounds, spinner frames) need the finer step.
+        let grid = self.pacing.grid;
+        let reads = grid.coarser(2);
+        let mut last_data: Option<Instant> = None;
+        let mut next_read: Option<Instant> = None;
+        'read: loop {
+            let hurry = self.ready.is_some() || awaited(&self.pending);
+            let woke = match next_read.filter(|_| !hurry) {
+                Some(at) => {
+                    if self.stdout.unwatch().is_err() {
+                        break;
+                    }
+                    tokio::select! {
+                        _ = self.pacing.timer.sleep_until(at) => at,
+                        _ = self.awaited_reply.notified() => Instant::now(),
                     }
                 }
-                Notification::Reply(_) => {
-                    // tmux's own reply to the attach: the client is attached.
-                    if let Some(r) = ready.take() {
-                        let _ = r.send(());
-                    }
-                }
-                Notification::Exit(reason) => {
-                    exit_reason = reason;
-                }
-                other => {
-                    if matches!(other, Notification::SessionChanged(..)) {
-                        if let Some(r) = ready.take() {
-                            let _ = r.send(());
+                None => {
+                    match self.stdout.watched() {
+                        Ok(r) => {
+                            if r.readable().await.is_err() {
+                                break;
+                            }
                         }
+                        Err(_) => break,
                     }
-                    match (batch.last_mut(), other) {
-                        (
-                            Some(Notification::Output {
-                                pane: last,
-                                data: acc,
-                            }),
-                            Notification::Output { pane, data },
-                        ) if *last == pane => acc.extend_from_slice(&data),
-                        (_, other) => batch.push(other),
+                    Instant::now()
+                }
+            };
+            let watched = matches!(self.stdout, Stdout::Watched(_));
+            let mut got = 0;
+            let mut batch: Vec<Notification> = Vec::new();
+            let mut eof = false;
+            while got < DRAIN_LIMIT {
+                let n = match self.stdout.try_read(&mut buf) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
                     }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        eof = true;
+                        break;
+                    }
+                };
+                got += n;
+                let (pending, ready) = (&self.pending, &mut self.ready);
+                splitter.feed(&buf[..n], |line| match decoder.decode_line(line) {
+                    Line::Output(pane, wire) => push_output(&mut batch, pane, wire, n),
+                    Line::Note(note) => {
+                        dispatch(note, &mut batch, &mut exit_reason, pending, ready)
+                    }
+                    Line::Nothing => {}
+                });
+                // A short read emptied the pipe; a watched pipe reads on to `WouldBlock`, which
+                // tells the runtime to wait for the next write.
+                if n < buf.len() && !watched {
+                    break;
                 }
             }
+            if !batch.is_empty()
+                && self
+                    .events
+                    .send((self.id, ConnEvent::Batch(batch)))
+                    .is_err()
+            {
+                break 'read;
+            }
+            if eof {
+                break;
+            }
+            next_read = if got == 0 || !grid.is_on() {
+                None
+            } else {
+                // Busy: something came at the last read on the grid, or twice within one read
+                // period. Then the next read waits for the grid (at least half a period).
+                let busy = next_read.is_some()
+                    || last_data.is_some_and(|t| woke.duration_since(t) <= reads.period());
+                last_data = Some(woke);
+                busy.then(|| reads.at_or_after(woke + grid.period()))
+            };
         }
-        if !batch.is_empty() && events.send((id, ConnEvent::Batch(batch))).is_err() {
-            break 'read;
+        if let Ok(mut p) = self.pending.lock() {
+            p.clear();
+        }
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+        let _ = self.events.send((self.id, ConnEvent::Closed(exit_reason)));
+    }
+}
+
+/// Queues a pane's output, merged with the batch's last entry when that is the same pane's: a
+/// pane that streams costs one event per read, not one per line. A new entry has room for
+/// `read` bytes (the read it comes from), so a stream is copied once.
+fn push_output(batch: &mut Vec<Notification>, pane: PaneId, wire: &[u8], read: usize) {
+    if let Some(Notification::Output { pane: last, data }) = batch.last_mut() {
+        if *last == pane {
+            data.extend_wire(wire);
+            return;
         }
     }
-    if let Ok(mut p) = pending.lock() {
-        p.clear();
+    batch.push(Notification::Output {
+        pane,
+        data: Escaped::from_wire_with_capacity(wire, read),
+    });
+}
+
+/// Hands a reply to its waiter, or queues the notification into `batch`.
+fn dispatch(
+    note: Notification,
+    batch: &mut Vec<Notification>,
+    exit_reason: &mut Option<String>,
+    pending: &Pending,
+    ready: &mut Option<oneshot::Sender<()>>,
+) {
+    match note {
+        Notification::Reply(r) if r.from_client => {
+            let waiter = pending.lock().ok().and_then(|mut p| p.pop_front());
+            if let Some(w) = waiter {
+                let _ = w.send(r);
+            }
+        }
+        Notification::Reply(_) => {
+            // tmux's own reply to the attach: the client is attached.
+            if let Some(r) = ready.take() {
+                let _ = r.send(());
+            }
+        }
+        Notification::Exit(reason) => {
+            *exit_reason = reason;
+        }
+        Notification::Output { pane, data } => {
+            // `%output` comes through `decode_line`; this keeps any other path merging too.
+            push_output(batch, pane, data.wire(), 0);
+        }
+        other => {
+            if matches!(other, Notification::SessionChanged(..)) {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(());
+                }
+            }
+            batch.push(other);
+        }
     }
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-    let _ = events.send((id, ConnEvent::Closed(exit_reason)));
 }

@@ -1,7 +1,78 @@
 //! tmux control mode writes pane output with every byte below 0x20 and the backslash as `\ooo`
-//! (three octal digits); everything else, UTF-8 included, is raw. This undoes that.
+//! (three octal digits); everything else, UTF-8 included, is raw. This undoes that, and carries
+//! output still escaped ([`Escaped`]) so that text with no escape sequence in it is never
+//! un-escaped at all: most of what panes write is such text, and its CR LF pairs, written
+//! `\015\012`, would stop an un-escaping pass every few dozen bytes.
+
+use std::sync::LazyLock;
 
 use memchr::memchr;
+use memchr::memmem::Finder;
+
+/// How tmux writes ESC (0x1b).
+const ESC_ESCAPED: &[u8] = b"\\033";
+
+static ESC_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(ESC_ESCAPED));
+
+/// Pane output as tmux wrote it in `%output`: still escaped.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Escaped(Vec<u8>);
+
+impl Escaped {
+    /// Wraps bytes exactly as tmux wrote them.
+    pub fn from_wire(bytes: &[u8]) -> Escaped {
+        Escaped(bytes.to_vec())
+    }
+
+    /// Like [`Escaped::from_wire`], with room for `capacity` bytes in all (more output of the
+    /// same pane that is about to be appended).
+    pub fn from_wire_with_capacity(bytes: &[u8], capacity: usize) -> Escaped {
+        let mut v = Vec::with_capacity(capacity.max(bytes.len()));
+        v.extend_from_slice(bytes);
+        Escaped(v)
+    }
+
+    /// Escapes raw bytes the way tmux does.
+    pub fn from_raw(raw: &[u8]) -> Escaped {
+        Escaped(escape(raw))
+    }
+
+    /// The bytes as tmux wrote them.
+    pub fn wire(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Length as tmux wrote it (an escaped byte counts four).
+    pub fn wire_len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Appends more output of the same pane, as tmux wrote it.
+    pub fn extend_wire(&mut self, more: &[u8]) {
+        self.0.extend_from_slice(more);
+    }
+
+    /// The raw bytes the pane wrote.
+    pub fn unescape(&self) -> Vec<u8> {
+        unescape(&self.0)
+    }
+
+    /// The raw bytes from the first ESC on, or `None` when there is no ESC: one `memmem` pass,
+    /// no copy, for text without escape sequences.
+    pub fn from_first_esc(&self) -> Option<Vec<u8>> {
+        find_esc(&self.0).map(|i| unescape(&self.0[i..]))
+    }
+}
+
+/// Where the first escaped ESC (`\033`) starts in tmux's escaped bytes.
+pub fn find_esc(wire: &[u8]) -> Option<usize> {
+    ESC_FINDER.find(wire)
+}
 
 /// Appends the un-escaped form of `escaped` to `out`. A backslash not followed by three octal
 /// digits is kept as it is (tmux never writes one; this keeps bad input lossless).
@@ -79,6 +150,20 @@ mod tests {
         assert_eq!(unescape(br"\09x"), b"\\09x");
         assert_eq!(unescape(br"\777"), b"\\777");
         assert_eq!(unescape(br"x\12"), b"x\\12");
+    }
+
+    #[test]
+    fn from_first_esc_starts_at_the_first_escape_sequence_or_finds_none() {
+        let plain = Escaped::from_raw(b"cargo build\r\n\\033 is not ESC\x07");
+        assert_eq!(plain.from_first_esc(), None);
+        assert_eq!(plain.unescape(), b"cargo build\r\n\\033 is not ESC\x07");
+        let osc = Escaped::from_raw(b"ok\r\n\x1b]0;title\x07 \x1b[1m");
+        assert_eq!(
+            osc.from_first_esc(),
+            Some(b"\x1b]0;title\x07 \x1b[1m".to_vec())
+        );
+        // A literal backslash before `033` is `\134033` on the wire, never an ESC.
+        assert_eq!(Escaped::from_raw(b"\\033\\\\033").from_first_esc(), None);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Everything that talks to tmux: the control-mode protocol ([`protocol`], [`escape`]), one
-//! control client ([`connection`]), command lines ([`command`]), which server ([`server`]),
-//! what it holds ([`inventory`]) and the watcher of a whole server ([`observer`]).
+//! control client ([`connection`]) and the grid it is read on ([`grid`]), command lines
+//! ([`command`]), which server ([`server`]), what it holds ([`inventory`]) and the watcher of a
+//! whole server ([`observer`]).
 //! Owns: the tmux wire; does not own: what the panes' contents mean.
 
 pub mod command;
 pub mod connection;
 pub mod escape;
+pub mod grid;
 pub mod inventory;
 pub mod observer;
 pub mod protocol;

@@ -8,12 +8,13 @@ use std::path::PathBuf;
 use tokio::sync::mpsc;
 
 use super::command::{format_of, quote};
-use super::connection::{CommandError, ConnEvent, ConnId, Connection};
+use super::connection::{CommandError, ConnEvent, ConnId, Connection, Pacing};
+use super::escape::Escaped;
 use super::inventory::{
     list_clients_command, list_panes_command, list_sessions_command, parse_clients, parse_panes,
     parse_sessions, Inventory,
 };
-use super::protocol::Notification;
+use super::protocol::{Body, Notification};
 use super::server::ServerAddress;
 use crate::ids::{PaneId, SessionId};
 
@@ -27,15 +28,21 @@ const SUB_FOCUS: &str = "thinkterm_focus";
 /// hooks (usually at index 0) are untouched.
 const HOOK_INDEX: u32 = 9871;
 
+/// The screens of a round of captures, in the order asked, as [`Observer::start_captures`]
+/// gives them.
+pub type Captures = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Vec<(PaneId, Result<String, CommandError>)>> + Send>,
+>;
+
 /// What the observer reports.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Observed {
-    /// A pane wrote bytes (raw, un-escaped). The pane is now dirty.
+    /// A pane wrote bytes. The pane is now dirty.
     Output {
         /// The pane.
         pane: PaneId,
-        /// The bytes.
-        data: Vec<u8>,
+        /// The bytes, still escaped as tmux sent them.
+        data: Escaped,
     },
     /// Something structural changed: call [`Observer::refresh`] (soon; several come in bursts).
     Structure,
@@ -83,14 +90,27 @@ pub struct Observer {
     dirty: HashSet<PaneId>,
     /// Notifications received but not yet reported.
     queued: std::collections::VecDeque<(ConnId, Notification)>,
+    /// Changes a re-list found (reported before any notification).
+    found: std::collections::VecDeque<Observed>,
     /// `pid␟start_time` of the server: distinguishes a restarted server reusing ids.
     server_identity: String,
+    /// How busy control clients are read.
+    pacing: Pacing,
 }
 
 impl Observer {
     /// Connects to the server: lists its sessions with one `tmux` command, attaches a control
-    /// client to each, and lists everything.
+    /// client to each, and lists everything. Every write is read at once.
     pub async fn connect(tmux: PathBuf, addr: ServerAddress) -> Result<Observer, ObserveError> {
+        Observer::connect_paced(tmux, addr, Pacing::immediate()).await
+    }
+
+    /// [`Observer::connect`], with busy control clients read as `pacing` says.
+    pub async fn connect_paced(
+        tmux: PathBuf,
+        addr: ServerAddress,
+        pacing: Pacing,
+    ) -> Result<Observer, ObserveError> {
         if !addr.is_alive() {
             return Err(ObserveError::NoServer(addr.socket.clone()));
         }
@@ -121,7 +141,9 @@ impl Observer {
             inventory: Inventory::default(),
             dirty: HashSet::new(),
             queued: std::collections::VecDeque::new(),
+            found: std::collections::VecDeque::new(),
             server_identity: String::new(),
+            pacing,
         };
         obs.attach(first).await?;
         obs.install_focus_hooks().await;
@@ -192,6 +214,7 @@ impl Observer {
             &session.to_string(),
             id,
             self.tx.clone(),
+            self.pacing.clone(),
         )?;
         // Subscriptions are per client and cover the panes of the attached session.
         for (name, var) in [
@@ -237,6 +260,18 @@ impl Observer {
         let sessions = parse_sessions(&self.command(list_sessions_command()).await?);
         let panes = parse_panes(&self.command(list_panes_command()).await?);
         let clients = parse_clients(&self.command(list_clients_command()).await?);
+        // A command that changed before this list came, and whose subscription notice comes
+        // after it, would otherwise go unreported: the notice finds the list already current.
+        for (id, p) in &panes {
+            if self
+                .inventory
+                .panes
+                .get(id)
+                .is_some_and(|old| old.current_command != p.current_command)
+            {
+                self.found.push_back(Observed::Command(*id));
+            }
+        }
         self.inventory.sessions = sessions;
         self.inventory.panes = panes;
         self.inventory.clients = clients;
@@ -285,27 +320,38 @@ impl Observer {
         &mut self,
         panes: &[PaneId],
     ) -> Vec<(PaneId, Result<String, CommandError>)> {
+        self.start_captures(panes).await
+    }
+
+    /// [`Observer::capture_many`] without holding the observer: the commands go out now, and
+    /// the returned future gives the screens. The caller can go on taking in notifications
+    /// while tmux answers (a pane that floods the connection ahead of the replies is then still
+    /// seen, and paused).
+    pub fn start_captures(&mut self, panes: &[PaneId]) -> Captures {
         for p in panes {
             self.dirty.remove(p);
         }
         let conn = match self.any_connection() {
             Ok(c) => c.clone(),
             Err(_) => {
-                return panes
+                let failed: Vec<_> = panes
                     .iter()
                     .map(|p| (*p, Err(CommandError::Closed)))
-                    .collect()
+                    .collect();
+                return Box::pin(std::future::ready(failed));
             }
         };
         let pending: Vec<_> = panes
             .iter()
-            .map(|p| (*p, conn.start(format!("capture-pane -p -J -t {p}"))))
+            .map(|p| (*p, conn.start_body(format!("capture-pane -p -J -t {p}"))))
             .collect();
-        let mut out = Vec::with_capacity(pending.len());
-        for (p, reply) in pending {
-            out.push((p, reply.await.map(|b| b.join("\n"))));
-        }
-        out
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(pending.len());
+            for (p, reply) in pending {
+                out.push((p, reply.await.map(Body::into_text)));
+            }
+            out
+        })
     }
 
     /// Pauses or resumes the copy of a pane's output sent to our control clients
@@ -337,31 +383,62 @@ impl Observer {
     /// Waits for the next thing worth reporting. Cancel-safe.
     pub async fn next(&mut self) -> Observed {
         loop {
-            while let Some((id, n)) = self.queued.pop_front() {
-                if let Some(o) = self.on_notification(id, n) {
-                    return o;
-                }
+            if let Some(o) = self.next_queued() {
+                return o;
             }
             let Some((id, ev)) = self.rx.recv().await else {
                 return Observed::ServerGone;
             };
-            match ev {
-                ConnEvent::Closed(reason) => {
-                    if let Some(s) = self.by_id.remove(&id) {
-                        if self.conns.get(&s).map(|c| c.id()) == Some(id) {
-                            self.conns.remove(&s);
-                        }
-                        tracing::debug!(session = %s, ?reason, "control client ended");
+            if let Some(o) = self.on_event(id, ev) {
+                return o;
+            }
+        }
+    }
+
+    /// What [`Observer::next`] would return without waiting, if anything: lets the daemon
+    /// take in output already read before it acts on a timer.
+    pub fn try_next(&mut self) -> Option<Observed> {
+        loop {
+            if let Some(o) = self.next_queued() {
+                return Some(o);
+            }
+            let (id, ev) = self.rx.try_recv().ok()?;
+            if let Some(o) = self.on_event(id, ev) {
+                return Some(o);
+            }
+        }
+    }
+
+    fn next_queued(&mut self) -> Option<Observed> {
+        if let Some(o) = self.found.pop_front() {
+            return Some(o);
+        }
+        while let Some((id, n)) = self.queued.pop_front() {
+            if let Some(o) = self.on_notification(id, n) {
+                return Some(o);
+            }
+        }
+        None
+    }
+
+    fn on_event(&mut self, id: ConnId, ev: ConnEvent) -> Option<Observed> {
+        match ev {
+            ConnEvent::Closed(reason) => {
+                if let Some(s) = self.by_id.remove(&id) {
+                    if self.conns.get(&s).map(|c| c.id()) == Some(id) {
+                        self.conns.remove(&s);
                     }
-                    if self.conns.is_empty() || !self.addr.is_alive() {
-                        self.conns.clear();
-                        return Observed::ServerGone;
-                    }
-                    return Observed::Structure;
+                    tracing::debug!(session = %s, ?reason, "control client ended");
                 }
-                ConnEvent::Batch(notes) => {
-                    self.queued.extend(notes.into_iter().map(|n| (id, n)));
+                if self.conns.is_empty() || !self.addr.is_alive() {
+                    self.conns.clear();
+                    return Some(Observed::ServerGone);
                 }
+                Some(Observed::Structure)
+            }
+            ConnEvent::Batch(notes) => {
+                self.queued.extend(notes.into_iter().map(|n| (id, n)));
+                None
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use memchr::memchr;
 
-use super::escape::unescape_into;
+use super::escape::Escaped;
 use crate::ids::{PaneId, SessionId, WindowId};
 
 /// Longest line kept while waiting for its newline; longer lines are dropped whole (tmux's own
@@ -55,18 +55,63 @@ pub struct Reply {
     /// `%end` (true) or `%error` (false).
     pub ok: bool,
     /// Body lines, as tmux wrote them (not escaped).
-    pub body: Vec<String>,
+    pub body: Body,
+}
+
+/// The lines of a reply, kept as one text joined with `\n`: a captured screen arrives as the
+/// text the rules read, with no allocation per line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Body {
+    text: String,
+    lines: usize,
+}
+
+impl Body {
+    /// A body of these lines.
+    pub fn from_lines<S: AsRef<str>>(lines: &[S]) -> Body {
+        let mut b = Body::default();
+        for l in lines {
+            b.push(l.as_ref().as_bytes());
+        }
+        b
+    }
+
+    fn push(&mut self, line: &[u8]) {
+        if self.lines > 0 {
+            self.text.push('\n');
+        }
+        self.text.push_str(&String::from_utf8_lossy(line));
+        self.lines += 1;
+    }
+
+    /// The lines.
+    pub fn lines(&self) -> impl Iterator<Item = &str> {
+        (self.lines > 0)
+            .then(|| self.text.split('\n'))
+            .into_iter()
+            .flatten()
+    }
+
+    /// The lines, each its own string.
+    pub fn to_lines(&self) -> Vec<String> {
+        self.lines().map(str::to_string).collect()
+    }
+
+    /// The lines joined with `\n`.
+    pub fn into_text(self) -> String {
+        self.text
+    }
 }
 
 /// One control-mode notification.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notification {
-    /// `%output %P DATA`: what the pane's program wrote, un-escaped.
+    /// `%output %P DATA`: what the pane's program wrote.
     Output {
         /// The pane.
         pane: PaneId,
-        /// The raw bytes.
-        data: Vec<u8>,
+        /// The bytes, still escaped as tmux wrote them.
+        data: Escaped,
     },
     /// `%extended-output %P AGE ... : DATA` (with `pause-after`).
     ExtendedOutput {
@@ -74,8 +119,8 @@ pub enum Notification {
         pane: PaneId,
         /// Milliseconds the output waited in tmux.
         age_ms: u64,
-        /// The raw bytes.
-        data: Vec<u8>,
+        /// The bytes, still escaped as tmux wrote them.
+        data: Escaped,
     },
     /// A command reply (complete block).
     Reply(Reply),
@@ -135,7 +180,7 @@ struct OpenBlock {
     time: String,
     number: u64,
     flags: String,
-    body: Vec<String>,
+    body: Body,
 }
 
 /// Decodes lines into notifications, assembling command-reply blocks.
@@ -144,7 +189,36 @@ pub struct Decoder {
     block: Option<OpenBlock>,
 }
 
+/// One decoded line, borrowing what it can from the line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line<'a> {
+    /// `%output %P DATA`, with DATA still escaped, borrowed from the line.
+    Output(PaneId, &'a [u8]),
+    /// Any other notification.
+    Note(Notification),
+    /// A line inside a reply block, a block's opening line, or not a notification.
+    Nothing,
+}
+
 impl Decoder {
+    /// Decodes one line (without its `\n`) without copying `%output` data: the common line
+    /// costs one search for its pane id's end.
+    pub fn decode_line<'a>(&mut self, line: &'a [u8]) -> Line<'a> {
+        if self.block.is_none() {
+            if let Some(rest) = line.strip_prefix(b"%output ") {
+                let (pane, data) = split_word(rest);
+                return match std::str::from_utf8(pane).ok().and_then(PaneId::parse) {
+                    Some(pane) => Line::Output(pane, data),
+                    None => Line::Nothing,
+                };
+            }
+        }
+        match self.decode(line) {
+            Some(n) => Line::Note(n),
+            None => Line::Nothing,
+        }
+    }
+
     /// Decodes one line (without its `\n`). Returns `None` for lines inside a block, for the
     /// block's opening line, and for lines that are not notifications.
     pub fn decode(&mut self, line: &[u8]) -> Option<Notification> {
@@ -165,15 +239,16 @@ impl Decoder {
                     }));
                 }
             }
-            block.body.push(String::from_utf8_lossy(line).into_owned());
+            block.body.push(line);
             return None;
         }
         if let Some(rest) = line.strip_prefix(b"%output ") {
             let (pane, data) = split_word(rest);
             let pane = PaneId::parse(std::str::from_utf8(pane).ok()?)?;
-            let mut out = Vec::new();
-            unescape_into(data, &mut out);
-            return Some(Notification::Output { pane, data: out });
+            return Some(Notification::Output {
+                pane,
+                data: Escaped::from_wire(data),
+            });
         }
         if let Some(rest) = line.strip_prefix(b"%extended-output ") {
             let (pane, rest) = split_word(rest);
@@ -182,12 +257,10 @@ impl Decoder {
             let age_ms = std::str::from_utf8(age).ok()?.parse().ok()?;
             // Arguments end at a lone ':' word.
             let colon = find_colon_word(rest)?;
-            let mut out = Vec::new();
-            unescape_into(&rest[colon..], &mut out);
             return Some(Notification::ExtendedOutput {
                 pane,
                 age_ms,
-                data: out,
+                data: Escaped::from_wire(&rest[colon..]),
             });
         }
         let text = String::from_utf8_lossy(line);
@@ -209,7 +282,7 @@ fn decode_text(text: &str, block: &mut Option<OpenBlock>) -> Option<Notification
                 time,
                 number,
                 flags,
-                body: Vec::new(),
+                body: Body::default(),
             });
             return None;
         }
@@ -272,6 +345,10 @@ fn subscription(rest: &str) -> Option<Notification> {
 }
 
 fn block_end(line: &[u8]) -> Option<(bool, &str, u64, &str)> {
+    // Most lines of a reply are its body (a captured screen): one byte tells them apart.
+    if line.first() != Some(&b'%') {
+        return None;
+    }
     let text = std::str::from_utf8(line).ok()?;
     let (ok, rest) = if let Some(r) = text.strip_prefix("%end ") {
         (true, r)
@@ -344,29 +421,24 @@ mod tests {
                 number: 269,
                 from_client: false,
                 ok: true,
-                body: vec![],
+                body: Body::default(),
             }),
             SessionChanged(SessionId(0), "my session".into()),
             Output {
                 pane: PaneId(4),
-                data: b"\x1b]7501;state=working\x1b\\ caf\xc3\xa9 \xff".to_vec(),
+                data: Escaped::from_raw(b"\x1b]7501;state=working\x1b\\ caf\xc3\xa9 \xff"),
             },
             Reply(super::Reply {
                 number: 274,
                 from_client: true,
                 ok: true,
-                body: vec![
-                    "line one".into(),
-                    "%end 1796158992 999 1".into(),
-                    "%end 1 274 1".into(),
-                    "".into(),
-                ],
+                body: Body::from_lines(&["line one", "%end 1796158992 999 1", "%end 1 274 1", ""]),
             }),
             Reply(super::Reply {
                 number: 275,
                 from_client: true,
                 ok: false,
-                body: vec!["parse error".into()],
+                body: Body::from_lines(&["parse error"]),
             }),
             SubscriptionChanged {
                 name: "t".into(),
@@ -398,7 +470,7 @@ mod tests {
             ExtendedOutput {
                 pane: PaneId(4),
                 age_ms: 120,
-                data: b"hi\n".to_vec(),
+                data: Escaped::from_raw(b"hi\n"),
             },
             ClientSessionChanged("/dev/pts/3".into()),
             ClientDetached("/dev/pts/3".into()),
@@ -434,6 +506,47 @@ mod tests {
             splitter.feed(std::slice::from_ref(b), |l| out.extend(dec.decode(l)));
         }
         assert_eq!(out, expected());
+    }
+
+    #[test]
+    fn decode_line_borrows_output_and_agrees_with_decode() {
+        let mut splitter = LineSplitter::default();
+        let (mut fast, mut slow) = (Decoder::default(), Decoder::default());
+        let mut n = 0;
+        splitter.feed(SAMPLE, |l| {
+            let owned = slow.decode(l);
+            match fast.decode_line(l) {
+                Line::Output(pane, wire) => {
+                    n += 1;
+                    assert_eq!(
+                        owned,
+                        Some(Notification::Output {
+                            pane,
+                            data: Escaped::from_wire(wire)
+                        })
+                    );
+                }
+                Line::Note(note) => assert_eq!(owned, Some(note)),
+                Line::Nothing => assert_eq!(owned, None),
+            }
+        });
+        assert_eq!(n, 1);
+        // Inside a reply block, an `%output` line is body text, not output.
+        let mut d = Decoder::default();
+        assert_eq!(d.decode_line(b"%begin 1 2 1"), Line::Nothing);
+        assert_eq!(d.decode_line(b"%output %1 x"), Line::Nothing);
+        assert!(
+            matches!(d.decode_line(b"%end 1 2 1"), Line::Note(Notification::Reply(r)) if r.body.to_lines() == ["%output %1 x"])
+        );
+    }
+
+    #[test]
+    fn a_body_keeps_empty_lines_and_tells_none_from_one_empty_line() {
+        assert_eq!(Body::default().lines().count(), 0);
+        assert_eq!(Body::from_lines(&[""]).to_lines(), [""]);
+        let b = Body::from_lines(&["a", "", "b"]);
+        assert_eq!(b.to_lines(), ["a", "", "b"]);
+        assert_eq!(b.into_text(), "a\n\nb");
     }
 
     #[test]
