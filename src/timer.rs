@@ -35,8 +35,9 @@ struct Inner {
     wanted: Mutex<BTreeMap<Instant, usize>>,
     /// Told when an instant earlier than the armed one is wanted.
     earlier: Notify,
-    /// The latest instant reached (every waiter at or before it may go).
-    reached: watch::Sender<Instant>,
+    /// The latest instant reached (every waiter at or before it may go), or that the timer
+    /// broke (every waiter falls back to tokio's timer).
+    reached: watch::Sender<Reached>,
 }
 
 impl Timer {
@@ -53,7 +54,10 @@ impl Timer {
         .and_then(pipe::Receiver::from_owned_fd_unchecked);
         match fd {
             Ok(fd) => {
-                let (reached, _) = watch::channel(Instant::now());
+                let (reached, _) = watch::channel(Reached {
+                    at: Instant::now(),
+                    broken: false,
+                });
                 let inner = Arc::new(Inner {
                     wanted: Mutex::default(),
                     earlier: Notify::new(),
@@ -81,13 +85,27 @@ impl Timer {
             return;
         };
         let mut reached = inner.reached.subscribe();
-        if *reached.borrow() >= at || at <= Instant::now() {
+        let now = *reached.borrow();
+        if now.at >= at || at <= Instant::now() {
             return;
         }
-        let _wait = Wait::new(inner, at);
-        // The sender lives as long as `inner`, which we hold.
-        let _ = reached.wait_for(|r| *r >= at).await;
+        if !now.broken {
+            let _wait = Wait::new(inner, at);
+            // The sender lives as long as `inner`, which we hold.
+            let _ = reached.wait_for(|r| r.broken || r.at >= at).await;
+        }
+        // A broken timerfd must not leave anyone waiting forever.
+        if reached.borrow().broken {
+            tokio::time::sleep_until(at.into()).await;
+        }
     }
+}
+
+/// What the timer task tells its waiters.
+#[derive(Clone, Copy, Debug)]
+struct Reached {
+    at: Instant,
+    broken: bool,
 }
 
 /// One registered wait; deregisters when dropped.
@@ -132,7 +150,8 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
             .and_then(|w| w.keys().next().copied());
         if first != armed {
             if arm(&fd, first).is_err() {
-                tracing::warn!("cannot set the timerfd");
+                tracing::warn!("cannot set the timerfd: using tokio's timer");
+                shared.reached.send_modify(|r| r.broken = true);
                 return;
             }
             armed = first;
@@ -140,6 +159,7 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
         tokio::select! {
             ready = fd.readable() => {
                 if ready.is_err() {
+                    shared.reached.send_modify(|r| r.broken = true);
                     return;
                 }
                 // Reading resets the expiry count; reading on to `WouldBlock` lets the runtime
@@ -174,9 +194,9 @@ fn release(shared: &Inner, now: Instant) {
     drop(wanted);
     if let Some(t) = due {
         shared.reached.send_if_modified(|r| {
-            let moved = t > *r;
+            let moved = t > r.at;
             if moved {
-                *r = t;
+                r.at = t;
             }
             moved
         });
@@ -291,6 +311,28 @@ mod tests {
             tokio::time::timeout(Duration::from_secs(1), timer.sleep_until(past))
                 .await
                 .expect("no wait for a passed instant");
+        });
+    }
+
+    #[test]
+    fn waiters_fall_back_to_tokio_when_the_timerfd_breaks() {
+        rt().block_on(async {
+            let timer = Timer::start();
+            let at = Instant::now() + Duration::from_millis(20);
+            let waiter = {
+                let timer = timer.clone();
+                tokio::spawn(async move { timer.sleep_until(at).await })
+            };
+            tokio::task::yield_now().await;
+            let inner = timer.inner.as_ref().expect("a timerfd here");
+            inner.reached.send_modify(|r| r.broken = true);
+            tokio::time::timeout(Duration::from_secs(2), waiter)
+                .await
+                .expect("the waiter still wakes")
+                .expect("the task ran");
+            assert!(Instant::now() >= at);
+            // Later waits go straight to tokio's timer.
+            timer.sleep_until(at + Duration::from_millis(5)).await;
         });
     }
 
