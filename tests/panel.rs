@@ -156,12 +156,15 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
     );
     // A state change shows without a keypress.
     tmux.cmd(&["send-keys", "-t", &r2, "Enter"]);
-    let s = support::wait_for(10, "gamma needs attention", || {
+    // Needs attention comes first. Waited for whole: a capture can catch the panel between
+    // the lines of one redraw, with the new heading above a card of the old frame.
+    let s = support::wait_for(10, "gamma needs attention, above the running cards", || {
         let s = screen(&tmux);
-        (s.contains("Needs attention  1") && s.contains("Which one?")).then_some(s)
+        let (ask, run) = (s.find("Which one?")?, s.find("building tool-one")?);
+        (s.contains("Needs attention  1") && ask < run).then_some(s)
     });
-    // Needs attention comes first; the selection stayed on the card it was on (alpha's), so
-    // one step up reaches gamma's; Enter goes there.
+    // The selection stayed on the card it was on (alpha's), so one step up reaches gamma's;
+    // Enter goes there.
     assert!(s.find("Which one?") < s.find("building tool-one"), "{s}");
     tmux.cmd(&["send-keys", "-t", &panel_pane, "Up"]);
     tmux.cmd(&["send-keys", "-t", &panel_pane, "Enter"]);
