@@ -201,8 +201,15 @@ pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
     for key in KEYS {
         let var = format!("THINKTERM_{}", key.replace('.', "_").to_uppercase());
         if let Some((_, v)) = env.iter().find(|(k, _)| *k == var) {
-            let value = parse_env_value(v);
-            match set(&mut l.config, key, value) {
+            // `0` and `1` read as false and true, and as numbers for the numeric keys
+            // (`THINKTERM_FLOOD_PAUSE_KIB_S=0` turns flood control off).
+            let set_as_number = |c: &mut Config, why: String| match v.trim().parse::<i64>() {
+                Ok(n @ 0..=1) => set(c, key, toml::Value::Integer(n)),
+                _ => Err(why),
+            };
+            match set(&mut l.config, key, parse_env_value(v))
+                .or_else(|why| set_as_number(&mut l.config, why))
+            {
                 Ok(()) => {
                     l.sources.insert(key.to_string(), Source::Env(var));
                 }
@@ -423,5 +430,26 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("spinner = true  # default"), "{d}");
+    }
+
+    /// Regression: `0` and `1` in the environment were read only as booleans, so a numeric key
+    /// set to 0 from the environment (`THINKTERM_FLOOD_PAUSE_KIB_S=0`, documented as turning
+    /// flood control off) was rejected and kept its default.
+    #[test]
+    fn zero_and_one_from_the_environment_set_numbers_too() {
+        let l = load_text(
+            "",
+            &[
+                ("THINKTERM_FLOOD_PAUSE_KIB_S", "0"),
+                ("THINKTERM_READ_BATCH_MS", "0"),
+                ("THINKTERM_CAPTURE_DELAY_MS", "1"),
+                ("THINKTERM_SPINNER", "0"),
+            ],
+        );
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        assert_eq!(l.config.flood_pause_kib_s, 0);
+        assert_eq!(l.config.read_batch_ms, 0);
+        assert_eq!(l.config.capture_delay_ms, 1);
+        assert!(!l.config.spinner);
     }
 }
