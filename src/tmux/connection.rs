@@ -450,10 +450,6 @@ fn dispatch(
         Notification::Exit(reason) => {
             *exit_reason = reason;
         }
-        Notification::Output { pane, data } => {
-            // `%output` comes through `decode_line`; this keeps any other path merging too.
-            push_output(batch, pane, data.wire(), 0);
-        }
         other => {
             if matches!(other, Notification::SessionChanged(..)) {
                 if let Some(r) = ready.take() {

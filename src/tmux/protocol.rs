@@ -213,7 +213,7 @@ impl Decoder {
                 };
             }
         }
-        match self.decode(line) {
+        match self.decode_other(line) {
             Some(n) => Line::Note(n),
             None => Line::Nothing,
         }
@@ -222,6 +222,18 @@ impl Decoder {
     /// Decodes one line (without its `\n`). Returns `None` for lines inside a block, for the
     /// block's opening line, and for lines that are not notifications.
     pub fn decode(&mut self, line: &[u8]) -> Option<Notification> {
+        match self.decode_line(line) {
+            Line::Output(pane, wire) => Some(Notification::Output {
+                pane,
+                data: Escaped::from_wire(wire),
+            }),
+            Line::Note(n) => Some(n),
+            Line::Nothing => None,
+        }
+    }
+
+    /// Every line but `%output` outside a block.
+    fn decode_other(&mut self, line: &[u8]) -> Option<Notification> {
         if let Some(block) = &mut self.block {
             if let Some((ok, t, n, f)) = block_end(line) {
                 if t == block.time && n == block.number && f == block.flags {
@@ -241,14 +253,6 @@ impl Decoder {
             }
             block.body.push(line);
             return None;
-        }
-        if let Some(rest) = line.strip_prefix(b"%output ") {
-            let (pane, data) = split_word(rest);
-            let pane = PaneId::parse(std::str::from_utf8(pane).ok()?)?;
-            return Some(Notification::Output {
-                pane,
-                data: Escaped::from_wire(data),
-            });
         }
         if let Some(rest) = line.strip_prefix(b"%extended-output ") {
             let (pane, rest) = split_word(rest);
