@@ -105,11 +105,7 @@ fn decode_and_scan(stream: &[u8], unescape_all: bool) -> usize {
             }
         });
         let Some(data) = batch else { continue };
-        let raw = if unescape_all || !scanner.is_idle() {
-            Some(data.unescape())
-        } else {
-            data.from_first_esc()
-        };
+        let raw = data.to_scan(!unescape_all && scanner.is_idle());
         if let Some(raw) = raw {
             scanner.feed(&raw, &mut |_| events += 1);
         }

@@ -111,17 +111,6 @@ pub struct OutputOutcome {
     pub title_changed: bool,
 }
 
-/// What of a pane's output its scanner must see: outside any sequence only an ESC can start
-/// something the sidecar reads (a lone BEL means nothing to it), so text before the first ESC is
-/// skipped and text with none is not even un-escaped; inside a sequence, everything.
-fn to_scan(signals: &PaneSignals, data: &Escaped) -> Option<Vec<u8>> {
-    if signals.is_idle() {
-        data.from_first_esc()
-    } else {
-        Some(data.unescape())
-    }
-}
-
 impl PaneEntry {
     /// A new entry (not yet probed); `flood_limit` in bytes per second (0: never pause).
     pub fn new(pid: u32, now: Instant, flood_limit: u64) -> Self {
@@ -298,7 +287,8 @@ impl PaneEntry {
         {
             out.effects.extend(self.probe(now, table, detection));
         }
-        let Some(raw) = to_scan(&self.signals, data) else {
+        // Text with no ESC is not even un-escaped (see `Escaped::to_scan`).
+        let Some(raw) = data.to_scan(self.signals.is_idle()) else {
             return out;
         };
         // Each report's summary right after it, so a burst of reports replays every state.
@@ -483,14 +473,14 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Feeds raw chunks to one scanner and their escaped form, through [`to_scan`], to another;
-    /// returns both signal lists without bells.
+    /// Feeds raw chunks to one scanner and their escaped form, through [`Escaped::to_scan`], to
+    /// another; returns both signal lists without bells.
     fn both(chunks: &[Vec<u8>]) -> (Vec<Signal>, Vec<Signal>) {
         let (mut all, mut fast) = (PaneSignals::new(), PaneSignals::new());
         let (mut a, mut b) = (Vec::new(), Vec::new());
         for c in chunks {
             a.extend(all.feed_collect(c, 7));
-            if let Some(raw) = to_scan(&fast, &Escaped::from_raw(c)) {
+            if let Some(raw) = Escaped::from_raw(c).to_scan(fast.is_idle()) {
                 b.extend(fast.feed_collect(&raw, 7));
             }
         }

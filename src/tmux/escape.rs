@@ -47,11 +47,6 @@ impl Escaped {
         self.0.len()
     }
 
-    /// Whether there is nothing.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// Appends more output of the same pane, as tmux wrote it.
     pub fn extend_wire(&mut self, more: &[u8]) {
         self.0.extend_from_slice(more);
@@ -65,13 +60,20 @@ impl Escaped {
     /// The raw bytes from the first ESC on, or `None` when there is no ESC: one `memmem` pass,
     /// no copy, for text without escape sequences.
     pub fn from_first_esc(&self) -> Option<Vec<u8>> {
-        find_esc(&self.0).map(|i| unescape(&self.0[i..]))
+        ESC_FINDER.find(&self.0).map(|i| unescape(&self.0[i..]))
     }
-}
 
-/// Where the first escaped ESC (`\033`) starts in tmux's escaped bytes.
-pub fn find_esc(wire: &[u8]) -> Option<usize> {
-    ESC_FINDER.find(wire)
+    /// What of this output an escape-sequence scanner must see. Outside any sequence (`idle`)
+    /// only an ESC can start something the sidecar reads (a lone BEL means nothing to it), so
+    /// text before the first ESC is skipped and text with none is not even un-escaped (`None`);
+    /// inside a sequence, everything.
+    pub fn to_scan(&self, idle: bool) -> Option<Vec<u8>> {
+        if idle {
+            self.from_first_esc()
+        } else {
+            Some(self.unescape())
+        }
+    }
 }
 
 /// Appends the un-escaped form of `escaped` to `out`. A backslash not followed by three octal
