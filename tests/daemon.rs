@@ -304,6 +304,38 @@ $r report --app mytool --state done --msg 'All green'\nread\n"
     assert_eq!(row["kind"], serde_json::Value::Null);
 }
 
+/// Regression: the spinner's deadline was not among the daemon's deadlines, so a frame waited
+/// for some other timer to fire (the slow probe, when no agent was being captured).
+#[test]
+fn the_spinner_turns_for_a_window_that_only_reports() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let config = env.path("config/thinkterm/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "probe_interval_s = 120\n").unwrap();
+    let tool = env.path("bin/busy.sh");
+    script(
+        &tool,
+        &format!(
+            "#!/bin/bash\nread\n{BIN} report --app busy --state working --msg busy\nsleep 300\n"
+        ),
+    );
+    let pane = tmux.new_session("spin", Some(&tool.display().to_string()));
+    let window = tmux.window_of(&pane);
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    env.wait_row(&tmux, &pane, "state", "working", 10);
+    let first = wait_for(10, "a spinner frame", || {
+        let icon = tmux.window_option(&window, "@thinkterm_icon");
+        (!icon.is_empty()).then_some(icon)
+    });
+    wait_for(5, "the next spinner frame", || {
+        (tmux.window_option(&window, "@thinkterm_icon") != first).then_some(())
+    });
+}
+
 #[test]
 fn a_user_variable_left_by_an_exited_program_labels_nothing_after_it() {
     let mut tmux = Tmux::new();

@@ -53,10 +53,10 @@ impl Daemon {
             .panes
             .get(&pane)
             .and_then(|p| p.captured_at)
-            .map(|t| self.grid.coarser(2).nearest(t, every));
+            .map(|t| self.pacing.reads().nearest(t, every));
         let at = match due {
             Some(d) if now < d + every => d.max(now),
-            _ => self.grid.at_or_after(now + delay),
+            _ => self.pacing.grid.at_or_after(now + delay),
         };
         self.capture_at = min_opt(self.capture_at, Some(at));
     }
@@ -86,7 +86,7 @@ impl Daemon {
         // A pane that keeps drawing is captured at most every capture_interval_ms; the rest of
         // its output waits for a later round (it stays dirty).
         let every = Duration::from_millis(self.config.config.capture_interval_ms);
-        let (todo, later) = capture_round(&todo, round, every, self.grid.coarser(2), |id| {
+        let (todo, later) = capture_round(&todo, round, every, self.pacing.reads(), |id| {
             self.panes.get(id).and_then(|p| p.captured_at)
         });
         if later.is_some() {
@@ -118,25 +118,6 @@ impl Daemon {
             p.captured_at = Some(round);
             let fx = p.classify(now, &self.catalog, screen);
             self.on_pane_effects(id, fx);
-        }
-        if std::mem::take(&mut self.capture_again) {
-            // Panes that wrote while the round was in flight.
-            let waiting: Vec<PaneId> = self
-                .observer
-                .as_ref()
-                .map(|o| o.dirty().iter().copied().collect())
-                .unwrap_or_default();
-            let needs = self
-                .panes
-                .iter()
-                .filter(|(_, p)| p.needs_capture)
-                .map(|(id, _)| *id);
-            let all: Vec<PaneId> = waiting.into_iter().chain(needs).collect();
-            for id in all {
-                if self.panes.get(&id).is_some_and(|p| p.wants_capture()) {
-                    self.schedule_capture(id);
-                }
-            }
         }
         self.flush_changes();
     }

@@ -34,7 +34,6 @@ use crate::thread::icon::IconStyle;
 use crate::thread::{Rollup, RollupInput};
 use crate::timer::Timer;
 use crate::tmux::connection::{CommandError, Pacing};
-use crate::tmux::grid::Grid;
 use crate::tmux::observer::{Captures, Observed, Observer};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 pub use ipc_server::IpcMessage;
@@ -93,10 +92,8 @@ struct Daemon {
     relist_at: Option<Instant>,
     capture_at: Option<Instant>,
     /// The capture round in flight (its grid instant and its replies): the daemon goes on
-    /// taking in output while tmux answers.
+    /// taking in output while tmux answers. `capture_at` waits until it ends.
     capturing: Option<(Instant, Captures)>,
-    /// A round came due while another was in flight: start it when that one ends.
-    capture_again: bool,
     changed: bool,
     probe_at: Option<Instant>,
     reconnect_at: Option<Instant>,
@@ -109,10 +106,9 @@ struct Daemon {
     sound: SoundPlayer,
     icon_style: IconStyle,
     desktop_entry: Option<String>,
-    /// The instants busy control clients are read at; timers that can wait land on them too.
-    grid: Grid,
-    /// Wakes the daemon and the readers at their deadlines.
-    timer: Timer,
+    /// The grid busy control clients are read on (timers that can wait land on it too), and
+    /// the timer that wakes the daemon and the readers.
+    pacing: Pacing,
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -142,14 +138,12 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         (None, None)
     };
     let sound = sound_player(&config);
-    // Busy control clients are read on every second instant of the grid (see `tmux::grid`).
-    let grid = Grid::new(
-        Instant::now(),
-        Duration::from_millis(config.config.read_batch_ms) / 2,
+    let pacing = Pacing::every(
+        Duration::from_millis(config.config.read_batch_ms),
+        Timer::start(),
     );
     let mut d = Daemon {
-        grid,
-        timer: Timer::start(),
+        pacing,
         rollup: Rollup::new(),
         windows: windows::Windows::default(),
         throttle: Throttle::default(),
@@ -171,7 +165,6 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         relist_at: None,
         capture_at: None,
         capturing: None,
-        capture_again: false,
         changed: false,
         probe_at: None,
         reconnect_at: Some(Instant::now()),
@@ -190,7 +183,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         let deadline = d.next_deadline();
         if armed != Some(deadline) {
             armed = Some(deadline);
-            sleep = Box::pin(sleep_opt(d.timer.clone(), deadline));
+            sleep = Box::pin(sleep_opt(d.pacing.timer.clone(), deadline));
         }
         let wake = tokio::select! {
             o = next_observed(&mut d.observer) => Wake::Observed(o),
@@ -288,7 +281,10 @@ impl Daemon {
             .min();
         [
             self.relist_at,
-            self.capture_at,
+            // A round in flight holds the next one back until its replies are in.
+            self.capture_at.filter(|_| self.capturing.is_none()),
+            self.windows.animate_at,
+            self.throttle.next_deadline(),
             self.probe_at,
             self.reconnect_at,
             trackers,
@@ -307,11 +303,9 @@ impl Daemon {
             self.relist_at = None;
             self.relist().await;
         }
-        if self.capture_at.is_some_and(|t| t <= now) {
-            let round = self.capture_at.take().unwrap_or(now);
-            if self.capturing.is_some() {
-                self.capture_again = true;
-            } else {
+        if self.capturing.is_none() {
+            if let Some(round) = self.capture_at.filter(|t| *t <= now) {
+                self.capture_at = None;
                 self.capture_dirty(round);
             }
         }
@@ -348,18 +342,15 @@ impl Daemon {
             }
             self.probe_all(false);
             self.probe_at = Some(
-                self.grid
-                    .coarser(2)
+                self.pacing
+                    .reads()
                     .at_or_after(now + Duration::from_secs(self.config.config.probe_interval_s)),
             );
         }
     }
 
     async fn try_connect(&mut self) {
-        let pacing = Pacing {
-            grid: self.grid,
-            timer: self.timer.clone(),
-        };
+        let pacing = self.pacing.clone();
         match Observer::connect_paced(self.tmux.clone(), self.addr.clone(), pacing).await {
             Ok(o) => {
                 tracing::info!(
@@ -376,7 +367,7 @@ impl Daemon {
                 self.sync_panes();
                 self.update_looked();
                 self.refresh_all_options();
-                self.probe_at = Some(self.grid.coarser(2).at_or_after(
+                self.probe_at = Some(self.pacing.reads().at_or_after(
                     Instant::now() + Duration::from_secs(self.config.config.probe_interval_s),
                 ));
                 self.broadcast_snapshot();
@@ -466,7 +457,6 @@ impl Daemon {
                 self.relist_at = None;
                 self.probe_at = None;
                 self.capturing = None;
-                self.capture_again = false;
                 self.waiting_logged = true;
                 self.backoff = Duration::from_millis(100);
                 self.reconnect_at = Some(Instant::now() + self.backoff);

@@ -265,7 +265,7 @@ impl Daemon {
         if running && self.config.config.spinner && self.config.config.status_line {
             let every = Duration::from_millis(self.config.config.spinner_interval_ms);
             // Frames land on the read grid (the interval rounded to it): no wake-up of their own.
-            let at = self.grid.coarser(2).nearest(Instant::now(), every);
+            let at = self.pacing.reads().nearest(Instant::now(), every);
             self.windows.animate_at.get_or_insert(at);
         } else {
             self.windows.animate_at = None;

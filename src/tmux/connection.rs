@@ -73,7 +73,9 @@ fn awaited(pending: &Pending) -> bool {
 /// How a busy connection is read: on which grid, woken by which timer.
 #[derive(Clone, Debug)]
 pub struct Pacing {
-    /// Reads of a busy client happen on every second instant of this grid.
+    /// Reads of a busy client happen on every second instant of this grid ([`Pacing::reads`]);
+    /// the instants between are for timers that need the finer step (a capture shortly after a
+    /// quiet pane wrote).
     pub grid: Grid,
     /// What wakes the reader at those instants.
     pub timer: Timer,
@@ -86,6 +88,19 @@ impl Pacing {
             grid: Grid::off(),
             timer: Timer::tokio(),
         }
+    }
+
+    /// Busy clients read every `period`, from now (a zero period: every write at once).
+    pub fn every(period: std::time::Duration, timer: Timer) -> Pacing {
+        Pacing {
+            grid: Grid::new(Instant::now(), period / 2),
+            timer,
+        }
+    }
+
+    /// The instants busy clients are read at.
+    pub fn reads(&self) -> Grid {
+        self.grid.coarser(2)
     }
 }
 
@@ -316,10 +331,8 @@ impl Reader {
         let mut splitter = LineSplitter::default();
         let mut decoder = Decoder::default();
         let mut exit_reason = None;
-        // Reads on the grid happen on every second instant of it: the timers of the daemon that
-        // sit on the other instants (capture rounds, spinner frames) need the finer step.
         let grid = self.pacing.grid;
-        let reads = grid.coarser(2);
+        let reads = self.pacing.reads();
         let mut last_data: Option<Instant> = None;
         let mut next_read: Option<Instant> = None;
         'read: loop {
