@@ -1,5 +1,6 @@
-//! One control-mode client: `tmux -S SOCKET -C attach -t SESSION -f ignore-size,read-only`, run
-//! as a child process. A reader task decodes its stdout into notifications (sent to a shared
+//! One control-mode client, attached with `attach-session -E -t SESSION -f
+//! ignore-size,read-only` over our own client connection ([`super::attach`], no `tmux`
+//! process). A reader task decodes its stdout into notifications (sent to a shared
 //! channel, tagged with the connection's id) and hands each command reply to whoever awaits it;
 //! a writer task sends command lines. Replies come back in the order commands were sent, which
 //! is how a reply finds its caller.
@@ -13,16 +14,14 @@
 use std::collections::VecDeque;
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
-use std::path::Path;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use super::attach::{attach, AttachError, Identity, Peer};
 use super::escape::Escaped;
 use super::grid::Grid;
 use super::protocol::{Body, Decoder, Line, LineSplitter, Notification, Reply};
@@ -108,67 +107,75 @@ impl Pacing {
 const DRAIN_LIMIT: usize = 256 * 1024;
 
 /// A handle on a running control client. Cheap to clone; the client detaches when the last
-/// handle is dropped (its stdin closes).
+/// handle is dropped (its input closes).
 #[derive(Clone, Debug)]
 pub struct Connection {
     id: ConnId,
     commands: mpsc::UnboundedSender<(String, oneshot::Sender<Reply>)>,
+    /// Set by the reader when the client ends.
+    exit: Arc<Mutex<Option<String>>>,
 }
 
 /// Control-client flags: never resize windows, never type into panes.
 pub const ATTACH_FLAGS: &str = "ignore-size,read-only";
 
 impl Connection {
-    /// Starts a control client attached to `session` (a tmux target such as `$3`), read at the
-    /// `pacing` grid's instants while it is busy (see the module's doc).
-    pub fn spawn(
-        tmux: &Path,
+    /// Attaches a control client to `session` (a tmux target such as `$3`), read at the
+    /// `pacing` grid's instants while it is busy (see the module's doc). The client is ours
+    /// ([`super::attach`]): no `tmux` process, and never half-identified in the server.
+    pub async fn attach(
         addr: &ServerAddress,
         session: &str,
         id: ConnId,
         events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
         pacing: Pacing,
-    ) -> std::io::Result<Connection> {
-        let mut child = Command::new(tmux)
-            .args(addr.tmux_args())
-            .args(["-C", "attach-session", "-t", session, "-f", ATTACH_FLAGS])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| std::io::Error::other("no stdin"))?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| std::io::Error::other("no stdout"))?;
+    ) -> Result<Connection, AttachError> {
+        let identity = Identity {
+            name: format!("thinkterm-sidecar-{}-{}", std::process::id(), id.0),
+        };
+        let attached = attach(
+            &addr.socket,
+            &identity,
+            &["attach-session", "-E", "-t", session, "-f", ATTACH_FLAGS],
+        )
+        .await?;
+        let input = pipe::Sender::from_owned_fd(attached.input)?;
         // Our own registration of the pipe, which the reader drops and makes again.
-        let stdout = pipe::Receiver::from_owned_fd(stdout.into_owned_fd()?)?;
+        let output = pipe::Receiver::from_owned_fd(attached.output)?;
         let pending: Pending = Arc::default();
         let awaited_reply = Arc::new(Notify::new());
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
         tokio::spawn(write_loop(
-            stdin,
+            input,
             rx,
             pending.clone(),
             ready_rx,
             awaited_reply.clone(),
         ));
+        let exit = Arc::new(Mutex::new(None));
         let reader = Reader {
-            stdout: Stdout::Watched(stdout),
+            stdout: Stdout::Watched(output),
             pending,
             id,
             events,
             ready: Some(ready_tx),
             pacing,
             awaited_reply,
+            exit: exit.clone(),
         };
-        tokio::spawn(reader.run(child));
-        Ok(Connection { id, commands: tx })
+        tokio::spawn(reader.run(attached.peer));
+        Ok(Connection {
+            id,
+            commands: tx,
+            exit,
+        })
+    }
+
+    /// Why tmux ended this client, once it has (an `%exit` reason or the server's exit
+    /// message: "detached", "server exited", a protocol version mismatch ...).
+    pub fn exit_reason(&self) -> Option<String> {
+        self.exit.lock().ok().and_then(|e| e.clone())
     }
 
     /// This connection's id.
@@ -232,7 +239,7 @@ impl Connection {
 }
 
 async fn write_loop(
-    mut stdin: ChildStdin,
+    mut stdin: pipe::Sender,
     mut rx: mpsc::UnboundedReceiver<(String, oneshot::Sender<Reply>)>,
     pending: Pending,
     ready: oneshot::Receiver<()>,
@@ -323,10 +330,12 @@ struct Reader {
     pacing: Pacing,
     /// Notified by the writer when it sent a command whose reply is awaited.
     awaited_reply: Arc<Notify>,
+    /// Where the reason the client ended is left for [`Connection::exit_reason`].
+    exit: Arc<Mutex<Option<String>>>,
 }
 
 impl Reader {
-    async fn run(mut self, mut child: Child) {
+    async fn run(mut self, peer: Peer) {
         let mut buf = vec![0u8; 64 * 1024];
         let mut splitter = LineSplitter::default();
         let mut decoder = Decoder::default();
@@ -417,8 +426,13 @@ impl Reader {
         if let Ok(mut p) = self.pending.lock() {
             p.clear();
         }
-        let _ = child.start_kill();
-        let _ = child.wait().await;
+        // The server's own word (exit message, version mismatch) when the stream had none.
+        let exit_reason = exit_reason.or_else(|| peer.exit_reason());
+        // Closing the client's socket ends the client in tmux, if it is not gone already.
+        drop(peer);
+        if let Ok(mut e) = self.exit.lock() {
+            e.clone_from(&exit_reason);
+        }
         let _ = self.events.send((self.id, ConnEvent::Closed(exit_reason)));
     }
 }

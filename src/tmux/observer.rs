@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use tokio::sync::mpsc;
 
+use super::attach::AttachError;
 use super::command::{format_of, quote};
 use super::connection::{CommandError, ConnEvent, ConnId, Connection, Pacing};
 use super::escape::Escaped;
@@ -16,12 +17,12 @@ use super::inventory::{
 };
 use super::protocol::{Body, Notification};
 use super::server::ServerAddress;
-use crate::ids::{PaneId, SessionId};
+use crate::ids::{PaneId, SessionId, WindowId};
 
-/// Subscription name for pane titles.
-const SUB_TITLE: &str = "thinkterm_title";
-/// Subscription name for pane current commands.
-const SUB_COMMAND: &str = "thinkterm_cmd";
+/// Subscription name prefix for a pane's title (`thinkterm_title_5` for `%5`).
+const SUB_TITLE: &str = "thinkterm_title_";
+/// Subscription name prefix for a pane's current command.
+const SUB_COMMAND: &str = "thinkterm_cmd_";
 /// Subscription name for the focus counter our hooks bump.
 const SUB_FOCUS: &str = "thinkterm_focus";
 /// Index of our hooks in the `client-focus-in`/`-out` hook arrays: high, so that the user's own
@@ -72,6 +73,13 @@ pub enum ObserveError {
     /// Spawning tmux failed.
     #[error("cannot run tmux: {0}")]
     Spawn(#[from] std::io::Error),
+    /// Attaching a control client failed.
+    #[error("cannot attach a control client: {0}")]
+    Attach(#[from] AttachError),
+    /// The server ended our control client (a tmux older than 3.2 does at once: another
+    /// protocol version).
+    #[error("tmux ended the control client: {0} (thinkterm-sidecar needs tmux 3.2 or later)")]
+    Ended(String),
     /// A command failed.
     #[error(transparent)]
     Command(#[from] CommandError),
@@ -79,7 +87,6 @@ pub enum ObserveError {
 
 /// Watches one tmux server.
 pub struct Observer {
-    tmux: PathBuf,
     addr: ServerAddress,
     conns: BTreeMap<SessionId, Connection>,
     by_id: HashMap<ConnId, SessionId>,
@@ -96,6 +103,11 @@ pub struct Observer {
     server_identity: String,
     /// How busy control clients are read.
     pacing: Pacing,
+    /// Which connection carries each pane's title and command subscriptions.
+    subscribed: HashMap<PaneId, ConnId>,
+    /// The connection and window that carry the focus counter's subscription (one is enough:
+    /// the counter is a global option).
+    focus_sub: Option<(ConnId, WindowId)>,
 }
 
 impl Observer {
@@ -131,7 +143,6 @@ impl Observer {
         // produces them, and floods that nothing reads are paused (`set_output`).
         let (tx, rx) = mpsc::unbounded_channel();
         let mut obs = Observer {
-            tmux,
             addr,
             conns: BTreeMap::new(),
             by_id: HashMap::new(),
@@ -144,16 +155,27 @@ impl Observer {
             found: std::collections::VecDeque::new(),
             server_identity: String::new(),
             pacing,
+            subscribed: HashMap::new(),
+            focus_sub: None,
         };
         obs.attach(first).await?;
-        obs.install_focus_hooks().await;
         // Server-wide formats, read through a command that needs no attached client.
-        let body = obs
+        let body = match obs
             .command(format!(
                 "list-sessions -F '{}'",
                 format_of(&["pid", "start_time"])
             ))
-            .await?;
+            .await
+        {
+            Err(CommandError::Closed) => {
+                let reason = obs.conns.values().find_map(|c| c.exit_reason());
+                return Err(ObserveError::Ended(
+                    reason.unwrap_or_else(|| "closed at once".into()),
+                ));
+            }
+            other => other?,
+        };
+        obs.install_focus_hooks().await;
         obs.server_identity = body.first().cloned().unwrap_or_default();
         obs.refresh().await?;
         Ok(obs)
@@ -208,30 +230,100 @@ impl Observer {
     async fn attach(&mut self, session: SessionId) -> Result<(), ObserveError> {
         let id = ConnId(self.next_id);
         self.next_id += 1;
-        let conn = Connection::spawn(
-            &self.tmux,
+        let conn = Connection::attach(
             &self.addr,
             &session.to_string(),
             id,
             self.tx.clone(),
             self.pacing.clone(),
-        )?;
-        // Subscriptions are per client and cover the panes of the attached session.
-        for (name, var) in [
-            (SUB_TITLE, "pane_title"),
-            (SUB_COMMAND, "pane_current_command"),
-        ] {
-            let arg = format!("{name}:%*:#{{{var}}}");
-            conn.command(format!("refresh-client -B {}", quote(&arg)))
-                .await?;
-        }
-        let arg = format!("{SUB_FOCUS}::#{{@thinkterm_focus}}");
-        conn.command(format!("refresh-client -B {}", quote(&arg)))
-            .await?;
+        )
+        .await?;
         tracing::debug!(%session, conn = id.0, "attached control client");
         self.by_id.insert(id, session);
         self.conns.insert(session, conn);
         Ok(())
+    }
+
+    /// Keeps the subscriptions in step with the inventory: each pane's title and command on the
+    /// connection that sees it, the focus counter on one window of one connection.
+    ///
+    /// Only pane (`%N`) and window (`@N`) subscriptions: tmux (3.2 to 3.5a at least) evaluates
+    /// session and all-panes/all-windows subscriptions through the client's session with no
+    /// check, and a control client whose session was just killed keeps its subscriptions, with
+    /// no session, until it is gone, so the once-a-second check crashes the server
+    /// (`control_check_subs_all_panes`, `control.c`). Pane and window subscriptions look their
+    /// target up by id and skip a client without a session.
+    fn sync_subscriptions(&mut self) {
+        let Observer {
+            conns,
+            inventory,
+            subscribed,
+            focus_sub,
+            ..
+        } = self;
+        let open: HashMap<ConnId, &Connection> = conns
+            .values()
+            .filter(|c| c.is_open())
+            .map(|c| (c.id(), c))
+            .collect();
+        let pane_subs = |pane: PaneId| {
+            [
+                (format!("{SUB_TITLE}{}", pane.0), "pane_title"),
+                (format!("{SUB_COMMAND}{}", pane.0), "pane_current_command"),
+            ]
+        };
+        let unsubscribe = |conn: Option<&&Connection>, pane: PaneId| {
+            if let Some(c) = conn {
+                for (name, _) in pane_subs(pane) {
+                    c.send(format!("refresh-client -B {name}"));
+                }
+            }
+        };
+        subscribed.retain(|pane, conn| {
+            let keep = inventory.panes.contains_key(pane);
+            if !keep {
+                unsubscribe(open.get(conn), *pane);
+            }
+            keep
+        });
+        for (id, p) in &inventory.panes {
+            let Some(conn) = inventory
+                .covering_session(p.session)
+                .and_then(|s| conns.get(&s))
+                .filter(|c| c.is_open())
+            else {
+                continue;
+            };
+            match subscribed.get(id) {
+                Some(c) if *c == conn.id() => continue,
+                Some(old) => unsubscribe(open.get(old), *id),
+                None => {}
+            }
+            for (name, var) in pane_subs(*id) {
+                let arg = format!("{name}:{id}:#{{{var}}}");
+                conn.send(format!("refresh-client -B {}", quote(&arg)));
+            }
+            subscribed.insert(*id, conn.id());
+        }
+        let current = focus_sub.filter(|(conn, window)| {
+            open.contains_key(conn) && inventory.panes.values().any(|p| p.window == *window)
+        });
+        if current.is_none() {
+            *focus_sub = None;
+            // Any window a connection sees will do.
+            let target = inventory.panes.values().find_map(|p| {
+                let conn = inventory
+                    .covering_session(p.session)
+                    .and_then(|s| conns.get(&s))
+                    .filter(|c| c.is_open())?;
+                Some((conn, p.window))
+            });
+            if let Some((conn, window)) = target {
+                let arg = format!("{SUB_FOCUS}:{window}:#{{@thinkterm_focus}}");
+                conn.send(format!("refresh-client -B {}", quote(&arg)));
+                *focus_sub = Some((conn.id(), window));
+            }
+        }
     }
 
     /// A live connection to send commands on.
@@ -297,6 +389,7 @@ impl Observer {
                 tracing::warn!(session = %s, error = %e, "cannot attach control client");
             }
         }
+        self.sync_subscriptions();
         Ok(())
     }
 
@@ -458,10 +551,10 @@ impl Observer {
                 ..
             } => {
                 let p = self.inventory.panes.get_mut(&pane)?;
-                if name == SUB_TITLE && p.title != value {
+                if name.starts_with(SUB_TITLE) && p.title != value {
                     p.title = value;
                     Some(Observed::Title(pane))
-                } else if name == SUB_COMMAND && p.current_command != value {
+                } else if name.starts_with(SUB_COMMAND) && p.current_command != value {
                     p.current_command = value;
                     Some(Observed::Command(pane))
                 } else {
