@@ -261,6 +261,22 @@ pub async fn events(cli: &Cli, json: bool) -> anyhow::Result<()> {
     let mut c = connect(cli).await?;
     c.send(&Request::Events).await?;
     while let Some(reply) = c.next().await? {
+        if let Reply::Lagged { dropped } = reply {
+            // The stream fell behind: say so, and print what holds now (the snapshot that
+            // follows), so that a reader never acts on a silent gap.
+            if json {
+                println!("{}", serde_json::to_string(&reply)?);
+            } else {
+                println!("# {dropped} events dropped: this reader was too slow");
+            }
+            continue;
+        }
+        if let Reply::Snapshot { .. } = reply {
+            if json {
+                println!("{}", serde_json::to_string(&reply)?);
+            }
+            continue;
+        }
         if let Reply::Event(e) = reply {
             if json {
                 println!("{}", serde_json::to_string(&e)?);
@@ -441,7 +457,7 @@ pub fn report(args: &ReportCmd) -> anyhow::Result<()> {
         let ts =
             match args.ts.as_deref() {
                 None => None,
-                Some("now") => Some(crate::daemon::unix_seconds()),
+                Some("now") => Some(crate::clock::unix_s()),
                 Some(n) => Some(n.parse().map_err(|_| {
                     anyhow::anyhow!("--ts must be `now` or unix seconds, not {n:?}")
                 })?),

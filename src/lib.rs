@@ -18,10 +18,12 @@
 //! - [`ipc`]: the daemon's unix socket and its JSON-lines protocol, server and client.
 //! - [`daemon`]: the glue that owns the tasks and wires the pieces together; [`timer`] wakes
 //!   them with one `timerfd`.
-//! - [`config`]: defaults, the config file and environment overrides.
+//! - [`config`]: defaults, the config file and environment overrides; [`clock`]: time, read
+//!   once per wake-up.
 //! - [`cli`]: the command-line interface.
 
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod effects;

@@ -1,5 +1,7 @@
-//! The vocabulary of states shared by every layer (S1): what an agent in a pane is doing, and why
-//! it waits. Parsing from the wire happens at the edges; past them only these enums travel.
+//! The vocabulary shared by every layer (S1, S4, S6): what an agent in a pane is doing and why it
+//! waits, where that came from, a window's mark, a program's subtasks, the two sounds. Parsing
+//! from the wire happens at the edges; past them only these types travel. The wire format
+//! (`ipc::schema`) uses them too, but the core never imports the wire format.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -67,4 +69,78 @@ impl BlockedKind {
             _ => None,
         }
     }
+}
+
+/// A window's mark (S4), as the status line and the panel show it.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowMark {
+    /// Some pane stopped on an error (a red cross, not the amber mark).
+    Error,
+    /// Some pane is blocked: waiting for the person.
+    Attention,
+    /// Some pane is working, shows progress or a title spinner.
+    Running,
+    /// It was running and stopped while nobody looked.
+    Done,
+    /// None of the above.
+    #[default]
+    Idle,
+}
+
+impl WindowMark {
+    /// The wire word (`attention|error|running|done|idle`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowMark::Error => "error",
+            WindowMark::Attention => "attention",
+            WindowMark::Running => "running",
+            WindowMark::Done => "done",
+            WindowMark::Idle => "idle",
+        }
+    }
+}
+
+/// Where a pane's current state came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateSource {
+    /// An OSC 7501 status report in force.
+    StatusReport,
+    /// A matching screen rule.
+    ScreenRule,
+    /// A known agent with no matching rule: idle by fallback.
+    ScreenFallback,
+    /// The `THINKTERM_AGENT` user variable.
+    UserVar,
+    /// OSC 9;4 progress or a title spinner.
+    Native,
+    /// Nothing decided it.
+    None,
+}
+
+/// One subtask of a reporting program (S7 `id` paths).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subtask {
+    /// The record's id path (`build/test`).
+    pub id: String,
+    /// Its state.
+    pub state: AgentState,
+    /// Its `done` flag: finished, result not yet seen.
+    #[serde(default)]
+    pub done: bool,
+    /// Its message, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+}
+
+/// One of the two sounds (S6.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Sound {
+    /// A window went working → idle after at least 5 s of work.
+    Done,
+    /// A pane began waiting for a decision.
+    Waiting,
 }

@@ -162,6 +162,7 @@ async fn notify_arrives_escaped_with_hints_and_a_click_comes_back() {
     let cfg = DesktopConfig {
         address: Some(bus.address.clone()),
         backoff: Duration::ZERO,
+        ..DesktopConfig::default()
     };
     let (desktop, mut events) = Desktop::spawn(cfg);
 
@@ -210,6 +211,7 @@ async fn server_gone_warns_once_and_the_next_notify_after_it_returns_works() {
     let cfg = DesktopConfig {
         address: Some(bus.address.clone()),
         backoff: Duration::ZERO,
+        ..DesktopConfig::default()
     };
     let (desktop, mut events) = Desktop::spawn(cfg);
     assert!(desktop.notify(note("one")).await.is_some());

@@ -274,7 +274,7 @@ fn herdr_manifests_load_unchanged_and_evaluate() {
         let s = Snapshot {
             screen: &screen,
             osc_title: Some("✳ Claude Code"),
-            osc_progress: Some("4;0"),
+            osc_progress: Some(thinkterm_sidecar::osc::progress::Progress::Hidden),
         };
         let v = report
             .catalog

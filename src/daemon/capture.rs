@@ -1,125 +1,138 @@
-//! Capture rounds: which panes' screens are captured when, and what their screens say. A pane
-//! that was quiet is captured a little after it writes (its redraw settles); panes that keep
-//! drawing are captured at most every `capture_interval_ms`, together, on the read grid, so that
-//! one wake-up reads their output and sends the captures and one more takes in the replies. The
-//! daemon goes on taking in notifications while a round is in flight.
+//! Capture rounds: which panes' screens are captured when. The one owner of "this pane needs a
+//! look": panes that wrote since their last capture, panes whose screen must be read again
+//! (a new agent, a new title, output resumed, new rules), when each was last captured, when the
+//! next round is due and whether one is in flight.
+//!
+//! A pane that was quiet is captured a little after it writes (its redraw settles); panes that
+//! keep drawing are captured at most every `capture_interval_ms`, together, on the read grid, so
+//! that one wake-up reads their output and sends the captures and one more takes in the replies.
+//! While a round is in flight no other starts; what wrote meanwhile waits for the next. Pure:
+//! every method takes `now`.
 
+use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use super::{min_opt, Daemon};
 use crate::ids::PaneId;
-use crate::tmux::connection::CommandError;
 use crate::tmux::grid::Grid;
-use crate::tmux::observer::Captures;
 
-/// The screens of the round in flight, once they are all in (never, with none in flight).
-pub(super) async fn captured(
-    c: &mut Option<(Instant, Captures)>,
-) -> Vec<(PaneId, Result<String, CommandError>)> {
-    match c {
-        Some((_, f)) => f.await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Which of the dirty panes `todo` a capture round at `round` takes, and when the next round is
-/// due for the rest. A pane is due `every` after the round that last captured it, rounded to the
-/// nearest instant of the read grid `reads`: panes that keep drawing are captured in the same
-/// rounds, on the instants their output is read at, and one reply wakes the daemon for all.
-fn capture_round(
-    todo: &[PaneId],
-    round: Instant,
+/// The capture schedule of every pane.
+#[derive(Debug)]
+pub struct CaptureScheduler {
+    /// Panes to capture at the next round that takes them.
+    pending: BTreeSet<PaneId>,
+    /// The round that last captured each pane.
+    captured_at: HashMap<PaneId, Instant>,
+    /// The next round.
+    due: Option<Instant>,
+    /// The round in flight (its instant), if any.
+    in_flight: Option<Instant>,
+    /// How long a quiet pane's output settles before its capture.
+    delay: Duration,
+    /// Shortest time between two captures of one pane.
     every: Duration,
+    /// The fine grid (timers that need the half step).
+    grid: Grid,
+    /// The read grid (busy panes are captured on its instants).
     reads: Grid,
-    captured_at: impl Fn(&PaneId) -> Option<Instant>,
-) -> (Vec<PaneId>, Option<Instant>) {
-    let due_at = |id: &PaneId| captured_at(id).map(|t| reads.nearest(t, every));
-    let (take, wait): (Vec<PaneId>, Vec<PaneId>) = todo
-        .iter()
-        .partition(|id| due_at(id).is_none_or(|t| t <= round));
-    (take, wait.iter().filter_map(due_at).min())
 }
 
-impl Daemon {
-    /// Arms a capture round for `pane`. A pane that was quiet is captured `capture_delay_ms`
-    /// after its output, so that a redraw has settled. A pane that keeps drawing (captured
-    /// within its last two intervals) is captured when its interval ends, on the read grid: at
-    /// once if it has ended, in the wake-up that read the output.
-    pub(super) fn schedule_capture(&mut self, pane: PaneId) {
-        let now = Instant::now();
-        let delay = Duration::from_millis(self.config.config.capture_delay_ms);
-        let every = Duration::from_millis(self.config.config.capture_interval_ms);
-        let due = self
-            .panes
-            .get(&pane)
-            .and_then(|p| p.captured_at)
-            .map(|t| self.pacing.reads().nearest(t, every));
-        let at = match due {
-            Some(d) if now < d + every => d.max(now),
-            _ => self.pacing.grid.at_or_after(now + delay),
-        };
-        self.capture_at = min_opt(self.capture_at, Some(at));
+impl CaptureScheduler {
+    /// A schedule with these timings, on these grids.
+    pub fn new(delay: Duration, every: Duration, grid: Grid, reads: Grid) -> Self {
+        CaptureScheduler {
+            pending: BTreeSet::new(),
+            captured_at: HashMap::new(),
+            due: None,
+            in_flight: None,
+            delay,
+            every,
+            grid,
+            reads,
+        }
     }
 
-    /// Starts capturing every pane that wrote output since its last capture and has an agent
-    /// ([`Daemon::on_captured`] classifies them). Other dirty panes are forgotten: nothing reads
-    /// their screens.
-    pub(super) fn capture_dirty(&mut self, round: Instant) {
-        let Some(obs) = &mut self.observer else {
-            return;
+    /// New timings (a reload); what is pending stays.
+    pub fn set_timing(&mut self, delay: Duration, every: Duration) {
+        self.delay = delay;
+        self.every = every;
+    }
+
+    /// `pane` needs a capture (it wrote, or its screen must be read again). A pane that was
+    /// quiet is captured `delay` from now, on the grid; a pane that keeps drawing (captured
+    /// within its last two intervals) when its interval ends, on the read grid: at once if it
+    /// has ended.
+    pub fn want(&mut self, pane: PaneId, now: Instant) {
+        self.pending.insert(pane);
+        let last_due = self.last_due(pane);
+        let at = match last_due {
+            Some(d) if now < d + self.every => d.max(now),
+            _ => self.grid.at_or_after(now + self.delay),
         };
-        let dirty: Vec<PaneId> = obs.dirty().iter().copied().collect();
-        let mut todo: Vec<PaneId> = self
-            .panes
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+    }
+
+    /// Forgets a pane (gone, or its output no longer read).
+    pub fn forget(&mut self, pane: PaneId) {
+        self.pending.remove(&pane);
+        self.captured_at.remove(&pane);
+    }
+
+    /// Whether `pane` waits for a capture.
+    #[cfg(test)]
+    fn is_pending(&self, pane: PaneId) -> bool {
+        self.pending.contains(&pane)
+    }
+
+    /// Forgets everything (another tmux server).
+    pub fn reset(&mut self) {
+        self.pending.clear();
+        self.captured_at.clear();
+        self.due = None;
+        self.in_flight = None;
+    }
+
+    /// When the next round is due; none while a round is in flight (its end lets the next go).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.due.filter(|_| self.in_flight.is_none())
+    }
+
+    /// Starts the round due at `now`, if any: the panes it captures (pending and due by their
+    /// interval). The rest stay pending, and the next round is due when the first of them is.
+    /// An empty answer starts nothing.
+    pub fn start(&mut self, now: Instant) -> Vec<PaneId> {
+        if self.in_flight.is_some() || self.due.is_none_or(|d| d > now) {
+            return Vec::new();
+        }
+        let round = now;
+        let (take, wait): (Vec<PaneId>, Vec<PaneId>) = self
+            .pending
             .iter()
-            .filter(|(_, p)| p.needs_capture)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in dirty {
-            match self.panes.get(&id) {
-                Some(p) if p.wants_capture() => todo.push(id),
-                _ => obs.clear_dirty(id),
+            .partition(|id| self.last_due(**id).is_none_or(|t| t <= round));
+        self.due = wait.iter().filter_map(|id| self.last_due(*id)).min();
+        for id in &take {
+            self.pending.remove(id);
+        }
+        if !take.is_empty() {
+            self.in_flight = Some(round);
+        }
+        take
+    }
+
+    /// The round in flight ended; `captured` are the panes whose screens came back.
+    pub fn finish(&mut self, captured: impl IntoIterator<Item = PaneId>) {
+        if let Some(round) = self.in_flight.take() {
+            for id in captured {
+                self.captured_at.insert(id, round);
             }
         }
-        todo.sort();
-        todo.dedup();
-        // A pane that keeps drawing is captured at most every capture_interval_ms; the rest of
-        // its output waits for a later round (it stays dirty).
-        let every = Duration::from_millis(self.config.config.capture_interval_ms);
-        let (todo, later) = capture_round(&todo, round, every, self.pacing.reads(), |id| {
-            self.panes.get(id).and_then(|p| p.captured_at)
-        });
-        if later.is_some() {
-            self.capture_at = min_opt(self.capture_at, later);
-        }
-        if !todo.is_empty() {
-            self.capturing = Some((round, obs.start_captures(&todo)));
-        }
     }
 
-    /// A capture round's screens arrived: classify them.
-    pub(super) fn on_captured(&mut self, screens: Vec<(PaneId, Result<String, CommandError>)>) {
-        let Some((round, _)) = self.capturing.take() else {
-            return;
-        };
-        let now = Instant::now();
-        for (id, r) in screens {
-            let screen = match r {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::debug!(pane = %id, error = %e, "capture failed");
-                    continue;
-                }
-            };
-            let Some(p) = self.panes.get_mut(&id) else {
-                continue;
-            };
-            p.needs_capture = false;
-            p.captured_at = Some(round);
-            let fx = p.classify(now, &self.catalog, screen);
-            self.on_pane_effects(id, fx);
-        }
-        self.flush_changes();
+    /// When a pane is due by its interval: `every` after its last capture, rounded to the
+    /// nearest read instant (panes drawing at once share rounds).
+    fn last_due(&self, pane: PaneId) -> Option<Instant> {
+        self.captured_at
+            .get(&pane)
+            .map(|t| self.reads.nearest(*t, self.every))
     }
 }
 
@@ -131,34 +144,67 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    #[test]
-    fn panes_drawing_at_once_fall_into_the_same_rounds() {
-        let e = Instant::now();
-        let reads = Grid::new(e, ms(100));
-        let (a, b, c) = (PaneId(1), PaneId(2), PaneId(3));
-        // a was captured on a read instant, b half a period later, c never.
-        let last = |id: &PaneId| match id.0 {
-            1 => Some(e + ms(1000)),
-            2 => Some(e + ms(1050)),
-            _ => None,
-        };
-        let (take, next) = capture_round(&[a, b, c], e + ms(1060), ms(100), reads, last);
-        assert_eq!(take, [c]);
-        assert_eq!(next, Some(e + ms(1100)));
-        // At that instant both are due: one round, one reply for both.
-        let (take, next) = capture_round(&[a, b], e + ms(1100), ms(100), reads, last);
-        assert_eq!(take, [a, b]);
-        assert_eq!(next, None);
+    fn sched(grid: Grid) -> CaptureScheduler {
+        CaptureScheduler::new(ms(40), ms(100), grid, grid.coarser(2))
     }
 
     #[test]
-    fn without_a_grid_the_interval_is_exact() {
+    fn a_quiet_pane_is_captured_after_its_output_settles() {
         let e = Instant::now();
-        let last = |_: &PaneId| Some(e);
-        let (take, next) = capture_round(&[PaneId(1)], e + ms(99), ms(100), Grid::off(), last);
-        assert!(take.is_empty());
-        assert_eq!(next, Some(e + ms(100)));
-        let (take, _) = capture_round(&[PaneId(1)], e + ms(100), ms(100), Grid::off(), last);
-        assert_eq!(take, [PaneId(1)]);
+        let mut s = sched(Grid::off());
+        let p = PaneId(1);
+        s.want(p, e);
+        assert_eq!(s.next_deadline(), Some(e + ms(40)));
+        assert!(s.start(e + ms(39)).is_empty(), "not due yet");
+        assert_eq!(s.start(e + ms(40)), [p]);
+        // In flight: nothing else starts, and output meanwhile waits.
+        s.want(p, e + ms(50));
+        assert_eq!(s.next_deadline(), None);
+        assert!(s.start(e + ms(200)).is_empty());
+        s.finish([p]);
+        // The output at 50 settles until 90; captured at 40, the pane is due again at 140.
+        assert_eq!(s.next_deadline(), Some(e + ms(90)));
+        assert!(s.start(e + ms(90)).is_empty(), "its interval has not ended");
+        assert_eq!(s.next_deadline(), Some(e + ms(140)));
+        assert_eq!(s.start(e + ms(140)), [p]);
+        s.finish([p]);
+        assert!(!s.is_pending(p));
+        assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn panes_drawing_at_once_fall_into_the_same_rounds() {
+        let e = Instant::now();
+        let grid = Grid::new(e, ms(50));
+        let mut s = sched(grid);
+        let (a, b, c) = (PaneId(1), PaneId(2), PaneId(3));
+        // a was captured on a read instant, b half a period later.
+        s.captured_at.insert(a, e + ms(1000));
+        s.captured_at.insert(b, e + ms(1050));
+        s.pending.extend([a, b, c]);
+        s.due = Some(e + ms(1060));
+        assert_eq!(s.start(e + ms(1060)), [c]);
+        s.finish([c]);
+        assert_eq!(s.next_deadline(), Some(e + ms(1100)));
+        // At that instant both are due: one round, one reply for both.
+        assert_eq!(s.start(e + ms(1100)), [a, b]);
+    }
+
+    #[test]
+    fn a_failed_capture_is_not_recorded_and_a_forgotten_pane_is_not_captured() {
+        let e = Instant::now();
+        let mut s = sched(Grid::off());
+        let (a, b) = (PaneId(1), PaneId(2));
+        s.want(a, e);
+        s.want(b, e);
+        s.forget(b);
+        assert_eq!(s.start(e + ms(40)), [a]);
+        s.finish([]);
+        assert!(s.captured_at.is_empty());
+        s.want(a, e + ms(41));
+        // Never captured: a quiet pane again.
+        assert_eq!(s.next_deadline(), Some(e + ms(81)));
+        s.reset();
+        assert_eq!(s.next_deadline(), None);
     }
 }

@@ -54,7 +54,7 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                     }
                 };
                 let streaming = matches!(request, Request::Subscribe | Request::Events);
-                let (tx, mut rx) = mpsc::channel(1024);
+                let (tx, mut rx) = mpsc::channel(super::bus::QUEUE);
                 if core.send(IpcMessage { request, reply: tx }).await.is_err() {
                     return;
                 }

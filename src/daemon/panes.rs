@@ -1,64 +1,27 @@
-//! What the daemon keeps per pane between notifications: its foreground job and identity, the
-//! last screen and verdict, and the pane's state machine ([`Tracker`]). Converts what the
-//! probes and parsers found into the tracker's inputs.
+//! What the daemon keeps per pane between notifications: its first process and foreground job,
+//! its identity, the last screen and verdict, its escape-sequence signals and the pane's state
+//! machine ([`Tracker`]). Converts what the probes and parsers found into the tracker's inputs.
+//! No I/O but the cheap look ([`PaneEntry::unchanged`]): full probes are the
+//! [`super::prober`]'s, captures the [`super::capture`] scheduler's.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use super::flood::FloodGate;
-use crate::ipc::schema::Subtask;
+use super::prober::Probed;
+use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
 use crate::osc::user_var::UserVarOutcome;
 use crate::osc::{PaneSignals, PromptMark, Signal};
 use crate::pane::{
-    Foreground as FgInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportSummary,
+    ForegroundInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportSummary,
     ScreenVerdict, Tracker, UserVarReport,
 };
 use crate::process::foreground::{self, Foreground};
 use crate::process::identify::{program_name, Identity, IdentityTable};
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
+use crate::state::Subtask;
 use crate::tmux::escape::Escaped;
-
-/// Unix milliseconds now.
-pub fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Converts tracker instants to unix milliseconds.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    at: Instant,
-    ms: u64,
-}
-
-impl Clock {
-    /// Anchored now.
-    pub fn new() -> Self {
-        Clock {
-            at: Instant::now(),
-            ms: unix_ms(),
-        }
-    }
-
-    /// The unix time of an instant.
-    pub fn ms(&self, t: Instant) -> u64 {
-        match t.checked_duration_since(self.at) {
-            Some(d) => self.ms + d.as_millis() as u64,
-            None => self
-                .ms
-                .saturating_sub(self.at.duration_since(t).as_millis() as u64),
-        }
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// Per-pane state owned by the daemon.
 #[derive(Debug)]
@@ -71,33 +34,31 @@ pub struct PaneEntry {
     pub identity: Identity,
     /// Bytes of output seen, as tmux sent them (escaped; for diagnostics).
     pub output_bytes: u64,
-    /// Capture at the next capture round even without new output.
-    pub needs_capture: bool,
     /// The last screen captured.
     pub screen: String,
     /// The last verdict of the screen rules (what `explain` shows).
     pub verdict: Option<Verdict>,
-    /// The title the program sent itself (None until it sends one).
-    pub osc_title: Option<String>,
-    /// The last OSC 9;4 progress payload the program sent.
-    pub osc_progress: Option<String>,
     /// The pane's state machine.
     pub tracker: Tracker,
-    /// The pane's escape-sequence scanner, status-report records and user variable.
+    /// The pane's escape-sequence scanner, status-report records, user variable, title and
+    /// progress (the one owner of what the program sent).
     pub signals: PaneSignals,
-    /// When the foreground was last read.
-    pub probed_at: Option<Instant>,
-    /// When the screen was last captured.
-    pub captured_at: Option<Instant>,
+    /// When the foreground was last looked at (probe or cheap look).
+    pub looked_at: Option<Instant>,
     /// The agent a process-less pane's screen looks like (manifest fingerprints).
     pub fingerprint: Option<String>,
     /// Pauses our copy of the output of a pane that floods and that nothing reads.
     pub flood: FloodGate,
     /// The children of the pane's first process at the last look (see `unchanged`).
     children: String,
+    /// A `THINKTERM_AGENT` value arrived since the last look at the foreground: it belongs to
+    /// the program running now, whatever that look finds.
+    var_since_look: bool,
+    /// A prompt mark waits for the probe that tells whether the shell is back.
+    prompt_pending: bool,
 }
 
-/// Output re-probes a pane's foreground at most this often.
+/// Output leads to a look at a pane's foreground at most this often.
 pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What a chunk of output asked of the daemon besides the tracker's effects.
@@ -105,10 +66,16 @@ pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(
 pub struct OutputOutcome {
     /// The tracker's effects, in order.
     pub effects: Vec<PaneEffect>,
-    /// An OSC 133 A mark arrived: re-probe, and end ongoing reports if the shell is back.
-    pub prompt: bool,
+    /// A full probe of the foreground is needed (something else may run, or a report must be
+    /// bound to the program that runs now).
+    pub probe: bool,
     /// The title changed: the rules' title region must be evaluated again.
     pub title_changed: bool,
+}
+
+/// The program in a pane's foreground (not its shell), by process group.
+fn program(f: &Foreground) -> Option<u32> {
+    f.tpgid.filter(|_| !f.at_shell)
 }
 
 impl PaneEntry {
@@ -119,18 +86,16 @@ impl PaneEntry {
             fg: Foreground::default(),
             identity: Identity::Other,
             output_bytes: 0,
-            needs_capture: false,
             screen: String::new(),
             verdict: None,
-            osc_title: None,
-            osc_progress: None,
             tracker: Tracker::new(now),
             signals: PaneSignals::new(),
-            probed_at: None,
-            captured_at: None,
+            looked_at: None,
             fingerprint: None,
             flood: FloodGate::new(flood_limit),
             children: String::new(),
+            var_since_look: false,
+            prompt_pending: false,
         }
     }
 
@@ -142,22 +107,28 @@ impl PaneEntry {
             && self.signals.user_var().is_none()
     }
 
-    /// Reads the foreground job again, identifies it and tells the tracker.
-    pub fn probe(
+    /// S3.4: the value the program that left reported never labels what comes next (unless the
+    /// value arrived after the last look: then the new program sent it).
+    fn program_seen(&mut self, before: Option<u32>, after: Option<u32>) {
+        if before.is_some() && before != after && !self.var_since_look {
+            self.signals.clear_user_var();
+        }
+        self.var_since_look = false;
+    }
+
+    /// A probe's answer: the foreground job, identified, told to the tracker.
+    pub fn apply_probe(
         &mut self,
-        now: Instant,
+        now: Now,
+        probed: Probed,
         table: &IdentityTable,
         detection: bool,
     ) -> Vec<PaneEffect> {
-        self.probed_at = Some(now);
-        let program = |f: &Foreground| f.tpgid.filter(|_| !f.at_shell);
+        self.looked_at = Some(now.at);
         let before = program(&self.fg);
-        self.fg = foreground::probe(self.pid);
-        self.children = foreground::main_children(self.pid);
-        if before.is_some() && before != program(&self.fg) {
-            // S3.4: the value the program that left reported never labels what comes next.
-            self.signals.clear_user_var();
-        }
+        self.fg = probed.fg;
+        self.children = probed.children;
+        self.program_seen(before, program(&self.fg));
         let identity = if detection {
             table.identify(&self.fg.procs)
         } else {
@@ -169,36 +140,43 @@ impl PaneEntry {
             self.verdict = None;
             self.fingerprint = None;
             // S9.4: what the previous program sent never reaches the next one's rules.
-            self.osc_title = None;
-            self.osc_progress = None;
             self.signals.reset();
         }
         let mut fx = self
             .tracker
-            .on_input(now, PaneInput::Foreground(self.fg_input()));
+            .on_input(now.at, PaneInput::Foreground(self.fg_input()));
         if self.signals.user_var().is_some() {
             // Authority depends on time and on whether the reporter still runs.
-            fx.extend(self.feed_user_var(now, unix_ms() / 1000));
+            fx.extend(self.feed_user_var(now));
+        }
+        if std::mem::take(&mut self.prompt_pending) && self.fg.at_shell {
+            // An OSC 133 A prompt with the shell back in the foreground: reports end.
+            fx.extend(self.end_ongoing(now.at));
         }
         fx
     }
 
     /// A cheap look at the pane (two small reads: its first process's `stat` and children):
-    /// true when a full [`probe`] could find nothing new, because the foreground job and the
-    /// first process's children are those probed last, and either this is not the `slow` timer
-    /// or the pane's first process itself is in the foreground (a program can `exec` another
-    /// within its job, so the slow timer probes programs fully). A pane with a
-    /// `THINKTERM_AGENT` value is always probed: its authority depends on time.
-    ///
-    /// [`probe`]: PaneEntry::probe
+    /// true when a full probe could find nothing new, because the foreground job and the first
+    /// process's children are those seen last, and either this is not the `slow` timer or the
+    /// pane's first process itself is in the foreground (a program can `exec` another within
+    /// its job, so the slow timer probes programs fully). A pane with a `THINKTERM_AGENT` value
+    /// is always probed: its authority depends on time.
     pub fn unchanged(&mut self, now: Instant, slow: bool) -> bool {
-        let same = self.probed_at.is_some()
-            && self.signals.user_var().is_none()
-            && (!slow || self.fg.at_shell || self.fg.tpgid.is_none())
-            && foreground::tpgid(self.pid) == self.fg.tpgid
+        if self.looked_at.is_none() || self.signals.user_var().is_some() {
+            return false;
+        }
+        let tpgid = foreground::tpgid(self.pid);
+        let same = (!slow || self.fg.at_shell || self.fg.tpgid.is_none())
+            && tpgid == self.fg.tpgid
             && foreground::main_children(self.pid) == self.children;
+        if tpgid != self.fg.tpgid {
+            // Another job: the old program's value goes now, before the probe answers.
+            let after = tpgid.filter(|t| *t != self.pid);
+            self.program_seen(program(&self.fg), after);
+        }
         if same {
-            self.probed_at = Some(now);
+            self.looked_at = Some(now);
         }
         same
     }
@@ -208,12 +186,13 @@ impl PaneEntry {
         self.agent().is_some() || matches!(self.identity, Identity::ProcessLess { .. })
     }
 
-    /// The snapshot the rules see.
+    /// The snapshot the rules see: the last screen, and the title and progress the program
+    /// sent, straight from its signals.
     pub fn snapshot(&self) -> Snapshot<'_> {
         Snapshot {
             screen: &self.screen,
-            osc_title: self.osc_title.as_deref(),
-            osc_progress: self.osc_progress.as_deref(),
+            osc_title: self.signals.title(),
+            osc_progress: self.signals.progress(),
         }
     }
 
@@ -223,7 +202,7 @@ impl PaneEntry {
         let mut fx = Vec::new();
         if matches!(self.identity, Identity::ProcessLess { .. }) {
             let found = catalog
-                .fingerprint(&self.screen, self.osc_title.as_deref())
+                .fingerprint(&self.screen, self.signals.title())
                 .map(str::to_string);
             if found != self.fingerprint {
                 tracing::debug!(agent = ?found, "screen fingerprint behind a process-less program");
@@ -239,8 +218,8 @@ impl PaneEntry {
         fx
     }
 
-    fn fg_input(&self) -> FgInput {
-        FgInput {
+    fn fg_input(&self) -> ForegroundInput {
+        ForegroundInput {
             agent: self.agent().map(str::to_string),
             pid: self.fg.tpgid,
             observable: !matches!(self.identity, Identity::ProcessLess { .. }),
@@ -267,34 +246,28 @@ impl PaneEntry {
     }
 
     /// Output arrived: scan it for escape sequences and tell the tracker what they said.
-    pub fn on_output(
-        &mut self,
-        now: Instant,
-        now_unix: u64,
-        data: &Escaped,
-        table: &IdentityTable,
-        detection: bool,
-    ) -> OutputOutcome {
+    pub fn on_output(&mut self, now: Now, data: &Escaped, detection: bool) -> OutputOutcome {
         self.output_bytes += data.wire_len() as u64;
         let mut out = OutputOutcome::default();
         // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
         // (`pane_current_command` misses a script started from a shell of the same name). A
         // new job is a new `tpgid`: one read tells whether a full probe is needed.
         if self
-            .probed_at
-            .is_none_or(|t| now.duration_since(t) >= PROBE_ON_OUTPUT)
-            && !self.unchanged(now, false)
+            .looked_at
+            .is_none_or(|t| now.at.duration_since(t) >= PROBE_ON_OUTPUT)
+            && !self.unchanged(now.at, false)
         {
-            out.effects.extend(self.probe(now, table, detection));
+            out.probe = true;
         }
         // Text with no ESC is not even un-escaped (see `Escaped::to_scan`).
         let Some(raw) = data.to_scan(self.signals.is_idle()) else {
             return out;
         };
+        let title_before = self.signals.title().map(str::to_string);
         // Each report's summary right after it, so a burst of reports replays every state.
         let mut summaries = Vec::new();
         let mut signals = Vec::new();
-        self.signals.feed(&raw, now_unix, &mut |s, records| {
+        self.signals.feed(&raw, now.unix_s(), &mut |s, records| {
             if matches!(s, Signal::StatusReport(_)) {
                 summaries.push(summarize(records));
             }
@@ -312,42 +285,44 @@ impl PaneEntry {
                 Signal::UserVar(_) => var = true,
                 Signal::Progress(_) => progress = true,
                 Signal::Title(_) => title = true,
-                Signal::PromptMark(PromptMark::A) => out.prompt = true,
+                Signal::PromptMark(PromptMark::A) => {
+                    self.prompt_pending = true;
+                    out.probe = true;
+                }
                 _ => {}
             }
         }
         if detection {
             for summary in summaries {
                 out.effects
-                    .extend(self.tracker.on_input(now, PaneInput::Report(summary)));
+                    .extend(self.tracker.on_input(now.at, PaneInput::Report(summary)));
             }
         }
         if var && detection {
-            // Bind the value to the program that runs now, not the one the last probe saw.
-            out.effects.extend(self.probe(now, table, detection));
-            out.effects.extend(self.feed_user_var(now, now_unix));
+            // Bound to the program that runs now: the probe's answer feeds it.
+            self.var_since_look = true;
+            out.probe = true;
         }
         if progress {
-            let p = self.signals.progress();
-            self.osc_progress = p.map(|p| match p.percent() {
-                Some(pc) => format!("4;{};{pc}", p.code()),
-                None => format!("4;{}", p.code()),
-            });
-            let input = p.and_then(native_progress);
+            let input = self.signals.progress().and_then(native_progress);
             out.effects
-                .extend(self.tracker.on_input(now, PaneInput::Progress(input)));
+                .extend(self.tracker.on_input(now.at, PaneInput::Progress(input)));
         }
         if title {
-            let t = self.signals.title().map(str::to_string);
-            if t != self.osc_title {
-                self.osc_title = t;
-                out.title_changed = true;
-            }
+            out.title_changed = self.signals.title() != title_before.as_deref();
             let spinner = self.signals.title_spinner();
-            out.effects
-                .extend(self.tracker.on_input(now, PaneInput::TitleSpinner(spinner)));
+            out.effects.extend(
+                self.tracker
+                    .on_input(now.at, PaneInput::TitleSpinner(spinner)),
+            );
         }
         out
+    }
+
+    /// Output was skipped (tmux paused the pane, or our flood pause ended): a sequence left
+    /// half open must not swallow what follows.
+    pub fn output_skipped(&mut self) {
+        self.signals.reset_scanner();
     }
 
     /// Tells the tracker the status report in force now.
@@ -357,14 +332,14 @@ impl PaneEntry {
     }
 
     /// Tells the tracker what the `THINKTERM_AGENT` value still says.
-    pub fn feed_user_var(&mut self, now: Instant, now_unix: u64) -> Vec<PaneEffect> {
+    pub fn feed_user_var(&mut self, now: Now) -> Vec<PaneEffect> {
         let observable = !matches!(self.identity, Identity::ProcessLess { .. });
         // The reporter is alive while a program (not the shell) holds the foreground.
         let leader = !self.fg.at_shell;
         let input = match (
             self.signals.user_var(),
             self.signals
-                .user_var_authority(now_unix, observable, leader),
+                .user_var_authority(now.unix_s(), observable, leader),
         ) {
             (Some(r), Some(a)) if a.identity => Some(UserVarReport {
                 agent: r.agent.clone(),
@@ -373,7 +348,7 @@ impl PaneEntry {
             }),
             _ => None,
         };
-        self.tracker.on_input(now, PaneInput::UserVar(input))
+        self.tracker.on_input(now.at, PaneInput::UserVar(input))
     }
 
     /// Ongoing reports end (the program left, or the shell's next prompt started).

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use super::panes::{Clock, PaneEntry};
+use super::panes::PaneEntry;
+use crate::clock::Now;
 use crate::ids::{PaneId, WindowId};
 use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, WindowRow, SCHEMA_VERSION};
 use crate::process::identify::Identity;
@@ -11,10 +12,9 @@ use crate::tmux::inventory::Inventory;
 
 /// The snapshot of everything now.
 pub fn build(
-    clock: &Clock,
+    now: Now,
     mark: &dyn Fn(WindowId) -> WindowMark,
     windows: Vec<WindowRow>,
-
     inv: Option<&Inventory>,
     panes: &HashMap<PaneId, PaneEntry>,
     catalog: &Catalog,
@@ -33,7 +33,7 @@ pub fn build(
                 window_index: p.window_index,
                 window_name: p.window_name.clone(),
                 pane_index: p.index,
-                title: shown_title(entry.and_then(|e| e.osc_title.as_deref()), &p.title),
+                title: shown_title(entry.and_then(|e| e.signals.title()), &p.title),
                 active: p.active,
                 window_active: p.window_active,
                 current_path: p.current_path.clone(),
@@ -65,7 +65,7 @@ pub fn build(
                 kind: st.and_then(|s| s.kind),
                 progress: st.and_then(|s| s.progress),
                 subtasks: st.map(|s| s.subtasks.clone()).unwrap_or_default(),
-                since_ms: st.map(|s| clock.ms(s.since)).unwrap_or(0),
+                since_ms: st.map(|s| now.unix_ms_of(s.since)).unwrap_or(0),
                 window_mark: mark(p.window),
             });
         }

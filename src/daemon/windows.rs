@@ -1,89 +1,133 @@
 //! The window layer of the daemon: feeds pane statuses and "looked at" facts to the
-//! [`Rollup`](crate::thread::Rollup) and performs what it asks: status-line options, sounds,
-//! notifications (background rule, 30 s throttle), results marked seen, the done file. Also
-//! bringing a pane to the front (`focus`).
+//! [`Rollup`](crate::thread::Rollup), and performs what it asks through the owners of each
+//! effect: the [`StatusLine`](super::status_line::StatusLine) for options, the
+//! [`Notifier`](super::notifier::Notifier), the sound player, and the done file. Also bringing a
+//! pane to the front (`focus`) and the window rows of a snapshot.
+//!
+//! Owns ([`Windows`]): the rollup, what it was last told about each window being looked at, and
+//! the done file of this server.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use super::Daemon;
-use crate::effects::background::{is_background, BackgroundRule, ClientFlags, ClientView};
+use tokio::sync::{mpsc, watch};
+
+use super::core::Daemon;
+use super::TMUX_REPLY_TIMEOUT;
+use crate::clock::Now;
+use crate::effects::background::ClientView;
 use crate::effects::focus::{self, FocusTarget};
-use crate::effects::notification::{self, NoteInput, NoteKind};
-use crate::effects::sound::Sound as SoundFile;
+use crate::effects::notification::{NoteInput, NoteKind};
 use crate::ids::{PaneId, SessionId, WindowId};
-use crate::ipc::schema::{WindowMark, WindowRow};
+use crate::ipc::schema::{Reply, WindowRow};
 use crate::pane::PaneStatus;
-use crate::thread::{icon, persist, NotifyReason, RollupEffect, RollupInput, Sound};
+use crate::state::WindowMark;
+use crate::thread::{persist, NotifyReason, Rollup, RollupEffect, RollupInput};
 use crate::tmux::command::line;
+use crate::tmux::connection::Connection;
+use crate::tmux::inventory::Inventory;
 
-/// State of the window layer, owned by the daemon.
+/// The rollup and what feeds it.
 #[derive(Default)]
 pub struct Windows {
+    /// The per-window rollup.
+    pub rollup: Rollup,
     /// What was last told to the rollup about each window being looked at.
-    pub looked: HashMap<WindowId, (bool, Option<PaneId>)>,
-    /// Icons last set per window (to skip redundant set-option commands).
-    pub icons: HashMap<WindowId, String>,
-    /// Marks last set per window (a spinner frame changes the icon, not the mark).
-    pub marks: HashMap<WindowId, WindowMark>,
-    /// Summaries last set per session.
-    pub summaries: HashMap<SessionId, String>,
-    /// Spinner frame counter.
-    pub frame: usize,
-    /// The next spinner frame, while something runs.
-    pub animate_at: Option<Instant>,
-    /// Whether tmux reports focus (`focus-events on`).
-    pub focus_events: bool,
-    /// The done-file key of the server.
-    pub server_key: String,
+    looked: HashMap<WindowId, (bool, Option<PaneId>)>,
+    /// The done file of the server attached to (`None` before attaching).
+    done_file: Option<DoneFile>,
+}
+
+/// The done marks of one server, written by a task of their own (the latest set wins; the core
+/// loop never waits for the disk).
+struct DoneFile {
+    tx: watch::Sender<Option<BTreeSet<WindowId>>>,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+impl DoneFile {
+    fn start(path: PathBuf, key: String) -> DoneFile {
+        let (tx, mut rx) = watch::channel::<Option<BTreeSet<WindowId>>>(None);
+        let (p, k) = (path, key);
+        let writer = tokio::spawn(async move {
+            while rx.changed().await.is_ok() {
+                let Some(set) = rx.borrow_and_update().clone() else {
+                    continue;
+                };
+                let (p, k) = (p.clone(), k.clone());
+                let wrote = tokio::task::spawn_blocking(move || persist::save(&p, &k, &set)).await;
+                if let Ok(Err(e)) = wrote {
+                    tracing::warn!(error = %e, "cannot save done marks");
+                }
+            }
+        });
+        DoneFile { tx, writer }
+    }
+}
+
+impl Windows {
+    /// Forgets everything (another tmux server); the done file's last write still completes.
+    pub fn reset(&mut self) {
+        self.rollup = Rollup::new();
+        self.looked.clear();
+        self.done_file = None;
+    }
+
+    /// Attached to a server whose done marks live at `path` under `key`.
+    pub fn attached(&mut self, path: PathBuf, key: String) {
+        self.done_file = Some(DoneFile::start(path, key));
+    }
+
+    /// Waits (up to `limit`) for the done file's last write; on shutdown.
+    pub async fn flush(&mut self, limit: Duration) {
+        if let Some(f) = self.done_file.take() {
+            drop(f.tx);
+            let _ = tokio::time::timeout(limit, f.writer).await;
+        }
+    }
 }
 
 impl Daemon {
     /// Sends one input to the rollup and performs its effects.
-    pub(super) fn rollup(&mut self, input: RollupInput) {
-        let fx = self.rollup.on_input(Instant::now(), input);
-        self.on_rollup_effects(fx);
+    pub(super) fn rollup(&mut self, now: Now, input: RollupInput) {
+        let fx = self.windows.rollup.on_input(now.at, input);
+        self.on_rollup_effects(now, fx);
     }
 
     /// A pane's status changed.
-    pub(super) fn rollup_pane(&mut self, pane: PaneId, status: PaneStatus) {
-        let Some(window) = self.pane_window(pane) else {
+    pub(super) fn rollup_pane(&mut self, now: Now, pane: PaneId, status: PaneStatus) {
+        let Some(window) = self
+            .inventory()
+            .and_then(|i| i.panes.get(&pane))
+            .map(|p| p.window)
+        else {
             return;
         };
-        self.set_pane_option(pane, status.state.map(|s| s.as_str()).unwrap_or(""));
-        self.rollup(RollupInput::Pane {
-            window,
-            pane,
-            status,
-        });
+        if let Some(argv) = self.status.pane_state(pane, status.state) {
+            self.tmux_send(&argv);
+        }
+        self.rollup(
+            now,
+            RollupInput::Pane {
+                window,
+                pane,
+                status,
+            },
+        );
     }
 
-    fn pane_window(&self, pane: PaneId) -> Option<WindowId> {
-        self.observer
-            .as_ref()?
-            .inventory()
-            .panes
-            .get(&pane)
-            .map(|p| p.window)
-    }
-
-    fn on_rollup_effects(&mut self, fx: Vec<RollupEffect>) {
+    fn on_rollup_effects(&mut self, now: Now, fx: Vec<RollupEffect>) {
         for e in fx {
             match e {
                 RollupEffect::MarkChanged { window, old, new } => {
                     tracing::debug!(%window, ?old, ?new, "window mark");
                     self.changed = true;
-                    self.refresh_window_options(window);
+                    self.refresh_window_options(now, window);
                 }
                 RollupEffect::Sound { sound, .. } => {
-                    if self.config.sound_enabled() {
-                        let s = match sound {
-                            Sound::Done => SoundFile::Done,
-                            Sound::Waiting => SoundFile::Waiting,
-                        };
-                        let played = self.sound.play(s);
-                        tracing::debug!(?played, ?sound, "sound");
-                    }
+                    let played = self.sound.play(sound);
+                    tracing::debug!(?played, ?sound, "sound");
                 }
                 RollupEffect::Notify {
                     window,
@@ -91,16 +135,18 @@ impl Daemon {
                     pane,
                     message,
                     ..
-                } => {
-                    self.offer_notification(window, reason, pane, message);
-                }
+                } => self.offer_notification(now, window, reason, pane, message),
                 RollupEffect::MarkSeen(pane) => {
                     if let Some(p) = self.panes.get_mut(&pane) {
-                        let fx = p.seen(Instant::now());
-                        self.on_pane_effects(pane, fx);
+                        let fx = p.seen(now.at);
+                        self.on_pane_effects(now, pane, fx);
                     }
                 }
-                RollupEffect::DoneSetChanged => self.save_done(),
+                RollupEffect::DoneSetChanged => {
+                    if let Some(f) = &self.windows.done_file {
+                        f.tx.send_replace(Some(self.windows.rollup.done_windows()));
+                    }
+                }
             }
         }
     }
@@ -109,22 +155,19 @@ impl Daemon {
     /// rollup about every change. A window is looked at while it is the current window of an
     /// attached, focused client that is not in control mode. With `focus-events off` tmux never
     /// clears a client's focused flag, so an attached client counts as focused.
-    pub(super) fn update_looked(&mut self) {
-        let Some(obs) = &self.observer else { return };
-        let inv = obs.inventory();
-        let mut now: HashMap<WindowId, (bool, Option<PaneId>)> = HashMap::new();
+    pub(super) fn update_looked(&mut self, now: Now) {
+        let Some(inv) = self.inventory() else { return };
+        let mut current: HashMap<WindowId, (bool, Option<PaneId>)> = HashMap::new();
         for p in inv.panes.values() {
-            let e = now.entry(p.window).or_insert((false, None));
+            let e = current.entry(p.window).or_insert((false, None));
             if p.active {
                 e.1 = Some(p.id);
             }
         }
         for c in inv.people() {
-            if c.focused && c.flags.split(',').any(|f| f == "attached") {
-                if let Some(w) = c.window {
-                    if let Some(e) = now.get_mut(&w) {
-                        e.0 = true;
-                    }
+            if c.flags.focused && c.flags.attached {
+                if let Some(e) = c.window.and_then(|w| current.get_mut(&w)) {
+                    e.0 = true;
                 }
             }
         }
@@ -132,17 +175,16 @@ impl Daemon {
             .windows
             .looked
             .keys()
-            .filter(|w| !now.contains_key(w))
+            .filter(|w| !current.contains_key(w))
             .copied()
             .collect();
         for w in gone {
             self.windows.looked.remove(&w);
-            self.windows.icons.remove(&w);
-            self.windows.marks.remove(&w);
-            self.throttle.forget(w);
-            self.rollup(RollupInput::WindowGone(w));
+            self.status.forget_window(w);
+            self.notifier.forget(w);
+            self.rollup(now, RollupInput::WindowGone(w));
         }
-        let mut changes: Vec<(WindowId, bool, Option<PaneId>)> = now
+        let mut changes: Vec<(WindowId, bool, Option<PaneId>)> = current
             .iter()
             .filter(|(w, v)| self.windows.looked.get(w) != Some(v))
             .map(|(w, (l, a))| (*w, *l, *a))
@@ -156,213 +198,104 @@ impl Daemon {
                 .map(|v| v.0);
             if looked && was != Some(true) {
                 // The person looked by other means: the notification is no longer news.
-                if let Some(d) = &self.desktop {
-                    d.close_window(window);
-                }
-                self.throttle.withdraw(window);
+                self.notifier.looked_at(window);
             }
-            self.rollup(RollupInput::Looked {
-                window,
-                looked,
-                active_pane,
-            });
+            self.rollup(
+                now,
+                RollupInput::Looked {
+                    window,
+                    looked,
+                    active_pane,
+                },
+            );
         }
     }
 
-    /// Sets `@thinkterm_mark` and `@thinkterm_icon` of a window and the summary of its session.
-    pub(super) fn refresh_window_options(&mut self, window: WindowId) {
-        self.set_window_options(window);
+    /// Sets `@thinkterm_mark` and `@thinkterm_icon` of a window and the summaries.
+    fn refresh_window_options(&mut self, now: Now, window: WindowId) {
+        let mark = self.windows.rollup.mark(window);
+        for argv in self.status.window(window, mark) {
+            self.tmux_send(&argv);
+        }
         self.refresh_summaries();
-        self.schedule_animation();
-    }
-
-    /// The window's own options, each sent only when it changed.
-    fn set_window_options(&mut self, window: WindowId) {
-        if !self.config.config.status_line {
-            return;
-        }
-        let mark = self.rollup.mark(window);
-        let frame = if self.config.config.spinner {
-            self.windows.frame
-        } else {
-            0
-        };
-        let icon = icon::window_icon(mark, frame, &self.icon_style);
-        if self.windows.marks.get(&window) != Some(&mark) {
-            self.windows.marks.insert(window, mark);
-            self.tmux_send(&[
-                "set-option",
-                "-w",
-                "-t",
-                &window.to_string(),
-                "@thinkterm_mark",
-                mark.as_str(),
-            ]);
-        }
-        if self.windows.icons.get(&window) != Some(&icon) {
-            self.windows.icons.insert(window, icon.clone());
-            self.tmux_send(&[
-                "set-option",
-                "-w",
-                "-t",
-                &window.to_string(),
-                "@thinkterm_icon",
-                &icon,
-            ]);
-        }
+        self.schedule_spinner(now);
     }
 
     fn refresh_summaries(&mut self) {
-        let Some(obs) = &self.observer else { return };
+        let Some(inv) = self.inventory() else { return };
         let mut per_session: BTreeMap<SessionId, Vec<WindowMark>> = BTreeMap::new();
         let mut seen = BTreeSet::new();
-        for p in obs.inventory().panes.values() {
+        for p in inv.panes.values() {
             if seen.insert((p.session, p.window)) {
                 per_session
                     .entry(p.session)
                     .or_default()
-                    .push(self.rollup.mark(p.window));
+                    .push(self.windows.rollup.mark(p.window));
             }
         }
-        for (session, marks) in per_session {
-            let s = icon::summary(marks);
-            if self.windows.summaries.get(&session) != Some(&s) {
-                self.windows.summaries.insert(session, s.clone());
-                self.tmux_send(&[
-                    "set-option",
-                    "-t",
-                    &session.to_string(),
-                    "@thinkterm_summary",
-                    &s,
-                ]);
-            }
+        for argv in self.status.summaries(per_session) {
+            self.tmux_send(&argv);
         }
     }
 
-    fn set_pane_option(&self, pane: PaneId, state: &str) {
-        if self.config.config.status_line {
-            self.tmux_send(&[
-                "set-option",
-                "-p",
-                "-t",
-                &pane.to_string(),
-                "@thinkterm_state",
-                state,
-            ]);
-        }
+    fn schedule_spinner(&mut self, now: Now) {
+        let running = self
+            .windows
+            .rollup
+            .marks()
+            .any(|(_, m)| m == WindowMark::Running);
+        self.status.schedule(now.at, self.pacing.reads(), running);
     }
 
-    /// Sends a tmux command without awaiting its reply.
-    pub(super) fn tmux_send(&self, argv: &[&str]) {
-        if let Some(c) = self.observer.as_ref().and_then(|o| o.connection()) {
-            c.send(line(argv));
-        }
-    }
-
-    /// Arms the spinner timer while something runs and the spinner is on.
-    fn schedule_animation(&mut self) {
-        let running = icon::needs_animation(self.rollup.marks().map(|(_, m)| m));
-        if running && self.config.config.spinner && self.config.config.status_line {
-            let every = Duration::from_millis(self.config.config.spinner_interval_ms);
-            // Frames land on the read grid (the interval rounded to it): no wake-up of their own.
-            let at = self.pacing.reads().nearest(Instant::now(), every);
-            self.windows.animate_at.get_or_insert(at);
-        } else {
-            self.windows.animate_at = None;
-        }
-    }
-
-    /// Next spinner frame.
-    pub(super) fn animate(&mut self) {
-        self.windows.animate_at = None;
-        self.windows.frame = self.windows.frame.wrapping_add(1);
+    /// The next spinner frame.
+    pub(super) fn animate(&mut self, now: Now) {
         let running: Vec<WindowId> = self
+            .windows
             .rollup
             .marks()
             .filter(|(_, m)| *m == WindowMark::Running)
             .map(|(w, _)| w)
             .collect();
-        // A frame changes running windows' icons only: marks and summaries stay.
-        for w in running {
-            self.set_window_options(w);
+        for argv in self.status.frame(&running) {
+            self.tmux_send(&argv);
         }
-        self.schedule_animation();
+        self.schedule_spinner(now);
     }
 
     /// Sets every option from scratch (after attaching to a server).
-    pub(super) fn refresh_all_options(&mut self) {
-        self.windows.icons.clear();
-        self.windows.marks.clear();
-        self.windows.summaries.clear();
+    pub(super) fn refresh_all_options(&mut self, now: Now) {
+        self.status.reset();
         let windows: Vec<WindowId> = self.windows.looked.keys().copied().collect();
         for w in windows {
-            self.refresh_window_options(w);
+            self.refresh_window_options(now, w);
         }
     }
 
-    /// Removes our options from every window, pane and session (on shutdown).
-    pub(super) async fn clear_options(&mut self) {
-        let Some(obs) = &self.observer else { return };
-        let inv = obs.inventory();
-        let mut cmds = Vec::new();
-        let mut windows = BTreeSet::new();
-        let mut sessions = BTreeSet::new();
-        for p in inv.panes.values() {
-            cmds.push(line(&[
-                "set-option",
-                "-p",
-                "-u",
-                "-t",
-                &p.id.to_string(),
-                "@thinkterm_state",
-            ]));
-            if windows.insert(p.window) {
-                for o in ["@thinkterm_mark", "@thinkterm_icon"] {
-                    cmds.push(line(&[
-                        "set-option",
-                        "-w",
-                        "-u",
-                        "-t",
-                        &p.window.to_string(),
-                        o,
-                    ]));
-                }
-            }
-            if sessions.insert(p.session) {
-                cmds.push(line(&[
-                    "set-option",
-                    "-u",
-                    "-t",
-                    &p.session.to_string(),
-                    "@thinkterm_summary",
-                ]));
-            }
-        }
-        for c in cmds {
-            let _ = obs.command(c).await;
-        }
+    /// The commands that remove our options from every window, pane and session (shutdown).
+    pub(super) fn clear_options_commands(&self) -> Vec<String> {
+        let Some(inv) = self.inventory() else {
+            return Vec::new();
+        };
+        let windows: BTreeSet<WindowId> = inv.panes.values().map(|p| p.window).collect();
+        let sessions: BTreeSet<SessionId> = inv.panes.values().map(|p| p.session).collect();
+        super::status_line::StatusLine::clear_all(inv.panes.keys().copied(), windows, sessions)
+            .iter()
+            .map(|argv| line(&argv.iter().map(String::as_str).collect::<Vec<_>>()))
+            .collect()
     }
 
     fn offer_notification(
         &mut self,
+        now: Now,
         window: WindowId,
         reason: NotifyReason,
         pane: Option<PaneId>,
         message: Option<String>,
     ) {
-        let Some(desktop) = &self.desktop else { return };
-        let _ = desktop;
-        let Some(obs) = &self.observer else { return };
-        let inv = obs.inventory();
-        let clients = client_views(inv);
-        let rule = BackgroundRule::choose(
-            self.windows.focus_events,
-            self.config.config.notify_without_focus,
-        );
-        if !is_background(&clients, window, rule) {
-            tracing::debug!(%window, ?reason, "not notifying: the terminal is in front");
+        if !self.notifier.is_on() {
             return;
         }
+        let Some(inv) = self.inventory() else { return };
         let Some(info) = inv.panes.values().find(|p| p.window == window) else {
             return;
         };
@@ -390,82 +323,115 @@ impl Daemon {
             progress: status.as_ref().and_then(|s| s.progress),
             subtasks: status.map(|s| s.subtasks).unwrap_or_default(),
         };
-        // The panel's saved view options apply to notifications too (S5.8); without a saved
-        // panel file, the config's switches.
-        let display = crate::panel::ViewOptions::load(&crate::panel::default_options_path())
-            .ok()
-            .filter(|_| crate::panel::default_options_path().exists())
-            .map(|o| o.display)
-            .unwrap_or(self.config.config.display);
-        let note = notification::build(&input, &display, self.desktop_entry.as_deref());
-        if let Some(note) = self.throttle.offer(Instant::now(), window, note) {
-            self.send_note(note);
+        let clients = client_views(inv);
+        if let Some(note) = self.notifier.offer(now.at, &clients, &input) {
+            self.notifier.send(note);
         }
     }
 
-    /// Sends notes whose throttle window ended.
-    pub(super) fn send_due_notes(&mut self) {
-        for note in self.throttle.due(Instant::now()) {
-            self.send_note(note);
+    /// Sends notes whose throttle interval ended.
+    pub(super) fn send_due_notes(&mut self, now: Now) {
+        for note in self.notifier.due(now.at) {
+            self.notifier.send(note);
         }
     }
 
-    fn send_note(&self, note: notification::Note) {
-        if let Some(d) = self.desktop.clone() {
-            tracing::debug!(summary = %note.summary, "notify");
-            tokio::spawn(async move {
-                let _ = d.notify(note).await;
-            });
-        }
-    }
-
-    /// Brings a pane to the front in a client (S5.9, S6.7); returns what was done.
-    pub(super) fn focus(&mut self, pane: PaneId, prefer: Option<&str>) -> Result<String, String> {
-        let Some(obs) = &self.observer else {
-            return Err("no tmux server".into());
+    /// Brings a pane to the front in a client (S5.9, S6.7). The commands go out now; `reply`
+    /// gets the outcome once tmux has answered each of them (within [`TMUX_REPLY_TIMEOUT`]),
+    /// without the core loop waiting for it. Without `reply` the outcome is logged.
+    pub(super) fn focus(
+        &mut self,
+        now: Now,
+        pane: PaneId,
+        prefer: Option<&str>,
+        reply: Option<mpsc::Sender<Reply>>,
+    ) {
+        let answer =
+            move |r: Result<String, String>, reply: Option<mpsc::Sender<Reply>>| match reply {
+                Some(tx) => {
+                    let _ = tx.try_send(match r {
+                        Ok(message) => Reply::Done { message },
+                        Err(message) => Reply::Error { message },
+                    });
+                }
+                None => match r {
+                    Ok(m) => tracing::info!("notification clicked: {m}"),
+                    Err(e) => tracing::warn!("notification clicked, cannot focus {pane}: {e}"),
+                },
+            };
+        let planned = self.plan_focus(pane, prefer);
+        let (conn, plan) = match planned {
+            Ok(p) => p,
+            Err(e) => return answer(Err(e), reply),
         };
+        let replies: Vec<_> = plan
+            .commands
+            .iter()
+            .map(|argv| conn.start(line(&argv.iter().map(String::as_str).collect::<Vec<_>>())))
+            .collect();
+        self.link.relist_soon(now.at);
+        tokio::spawn(async move {
+            let done = tokio::time::timeout(TMUX_REPLY_TIMEOUT, async {
+                for r in replies {
+                    r.await.map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(())
+            })
+            .await;
+            let r = match done {
+                Ok(Ok(())) => Ok(format!("Focused {pane} in client {}.", plan.client)),
+                Ok(Err(e)) => Err(format!("tmux refused: {e}")),
+                Err(_) => Err(format!("tmux did not answer within {TMUX_REPLY_TIMEOUT:?}")),
+            };
+            answer(r, reply);
+        });
+    }
+
+    fn plan_focus(
+        &self,
+        pane: PaneId,
+        prefer: Option<&str>,
+    ) -> Result<(Connection, focus::FocusPlan), String> {
+        let obs = self.link.observer.as_ref().ok_or("no tmux server")?;
         let inv = obs.inventory();
-        let Some(info) = inv.panes.get(&pane) else {
-            return Err(format!("no pane {pane}"));
-        };
+        let info = inv.panes.get(&pane).ok_or(format!("no pane {pane}"))?;
         let target = FocusTarget {
             pane,
             window: info.window,
             session: info.session,
         };
         let plan = focus::plan(&client_views(inv), &target, prefer).map_err(|e| e.to_string())?;
-        for argv in &plan.commands {
-            let args: Vec<&str> = argv.iter().map(String::as_str).collect();
-            self.tmux_send(&args);
-        }
-        self.relist_at
-            .get_or_insert(Instant::now() + Duration::from_millis(15));
-        Ok(format!("Focused {pane} in client {}.", plan.client))
+        let conn = obs.connection().ok_or("no control connection")?;
+        Ok((conn, plan))
     }
 
     /// The person went to a pane (the panel's Enter): its window's results count as seen.
-    pub(super) fn seen(&mut self, pane: PaneId) {
-        if let Some(window) = self.pane_window(pane) {
-            self.rollup(RollupInput::TypedIn(window));
+    pub(super) fn seen(&mut self, now: Now, pane: PaneId) {
+        if let Some(window) = self
+            .inventory()
+            .and_then(|i| i.panes.get(&pane))
+            .map(|p| p.window)
+        {
+            self.rollup(now, RollupInput::TypedIn(window));
         }
         if let Some(p) = self.panes.get_mut(&pane) {
-            let fx = p.seen(Instant::now());
-            self.on_pane_effects(pane, fx);
+            let fx = p.seen(now.at);
+            self.on_pane_effects(now, pane, fx);
         }
     }
 
     /// The rows of `agents --attention` and the snapshot's windows.
-    pub(super) fn window_rows(&self) -> Vec<WindowRow> {
-        let Some(obs) = &self.observer else {
+    pub(super) fn window_rows(&self, now: Now) -> Vec<WindowRow> {
+        let Some(inv) = self.inventory() else {
             return Vec::new();
         };
         let mut rows = Vec::new();
         let mut seen = BTreeSet::new();
-        for p in obs.inventory().panes.values() {
+        for p in inv.panes.values() {
             if !seen.insert(p.window) {
                 continue;
             }
-            let view = self.rollup.window(p.window);
+            let view = self.windows.rollup.window(p.window);
             rows.push(WindowRow {
                 window: p.window,
                 session: p.session,
@@ -476,50 +442,50 @@ impl Daemon {
                 agents: view.as_ref().map(|v| v.agents).unwrap_or(0),
                 pane: view.as_ref().and_then(|v| v.pane),
                 message: view.as_ref().and_then(|v| v.message.clone()),
-                since_ms: view.map(|v| self.clock.ms(v.since)).unwrap_or(0),
+                since_ms: view.map(|v| now.unix_ms_of(v.since)).unwrap_or(0),
             });
         }
         rows.sort_by_key(|r| (r.session, r.window_index));
         rows
     }
 
-    /// Loads the done marks of this server (after attaching).
-    pub(super) fn restore_done(&mut self) {
-        let Some(obs) = &self.observer else { return };
-        let mut parts = obs.server_identity().split(crate::tmux::command::SEP);
-        let pid = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-        let start = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-        self.windows.server_key = persist::server_key(pid, start);
-        let existing: BTreeSet<WindowId> =
-            obs.inventory().panes.values().map(|p| p.window).collect();
-        let done = persist::load_or_empty(&self.done_path(), &self.windows.server_key);
-        let restored: Vec<WindowId> = done.into_iter().filter(|w| existing.contains(w)).collect();
+    /// Brings back the done marks of this server that were read when attaching.
+    pub(super) fn restore_done(&mut self, now: Now, done: BTreeSet<WindowId>, key: String) {
+        let path = self.done_path();
+        let restored: Vec<WindowId> = match self.inventory() {
+            Some(inv) => {
+                let existing: BTreeSet<WindowId> = inv.panes.values().map(|p| p.window).collect();
+                done.into_iter().filter(|w| existing.contains(w)).collect()
+            }
+            None => Vec::new(),
+        };
         if !restored.is_empty() {
             tracing::info!(windows = restored.len(), "restored done marks");
         }
-        self.rollup.restore_done(Instant::now(), restored);
+        self.windows.attached(path, key);
+        self.windows.rollup.restore_done(now.at, restored);
     }
 
-    fn done_path(&self) -> std::path::PathBuf {
+    /// Where this server's done marks live.
+    pub(super) fn done_path(&self) -> PathBuf {
         crate::paths::state_dir().join(format!("done-{}.json", self.addr.key()))
     }
 
-    fn save_done(&self) {
-        if self.windows.server_key.is_empty() {
-            return;
+    /// Sends a tmux command without awaiting its reply.
+    pub(super) fn tmux_send(&self, argv: &[String]) {
+        if let Some(c) = self.link.observer.as_ref().and_then(|o| o.connection()) {
+            c.send(line(&argv.iter().map(String::as_str).collect::<Vec<_>>()));
         }
-        if let Err(e) = persist::save(
-            &self.done_path(),
-            &self.windows.server_key,
-            &self.rollup.done_windows(),
-        ) {
-            tracing::warn!(error = %e, "cannot save done marks");
-        }
+    }
+
+    /// The inventory of the server attached to.
+    pub(super) fn inventory(&self) -> Option<&Inventory> {
+        self.link.observer.as_ref().map(|o| o.inventory())
     }
 }
 
 /// The clients as the effects see them.
-fn client_views(inv: &crate::tmux::inventory::Inventory) -> Vec<ClientView> {
+fn client_views(inv: &Inventory) -> Vec<ClientView> {
     inv.clients
         .iter()
         .filter_map(|c| {
@@ -528,7 +494,7 @@ fn client_views(inv: &crate::tmux::inventory::Inventory) -> Vec<ClientView> {
                 session: c.session?,
                 window: c.window?,
                 activity: c.activity,
-                flags: ClientFlags::parse(&c.flags),
+                flags: c.flags,
             })
         })
         .collect()

@@ -6,6 +6,8 @@
 //! Control-mode clients (the sidecar's own connections, scripts) are never a person's terminal.
 
 use crate::ids::{SessionId, WindowId};
+/// Parsed once, by the inventory.
+pub use crate::tmux::inventory::ClientFlags;
 
 /// What the effects need to know about one tmux client.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,34 +22,6 @@ pub struct ClientView {
     pub activity: u64,
     /// Its flags.
     pub flags: ClientFlags,
-}
-
-/// The parts of `#{client_flags}` that matter here.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientFlags {
-    /// `attached`: it is attached to a session.
-    pub attached: bool,
-    /// `focused`: its terminal reported focus (meaningful only with `focus-events on`).
-    pub focused: bool,
-    /// `control-mode`: a control-mode client, not a person's terminal.
-    pub control_mode: bool,
-}
-
-impl ClientFlags {
-    /// Parses tmux's comma-separated `#{client_flags}` (`attached,focused,UTF-8`); unknown words
-    /// are ignored.
-    pub fn parse(s: &str) -> Self {
-        let mut f = ClientFlags::default();
-        for word in s.split(',').map(str::trim) {
-            match word {
-                "attached" => f.attached = true,
-                "focused" => f.focused = true,
-                "control-mode" => f.control_mode = true,
-                _ => {}
-            }
-        }
-        f
-    }
 }
 
 impl ClientView {

@@ -3,7 +3,9 @@
 //! `NotificationClosed` before its first `Notify`, remembers which pane each notification is
 //! about, and forwards clicks on a channel. When the bus or the server goes away it logs one
 //! warning (and sends [`DesktopEvent::Unavailable`]), keeps working, and reconnects on the next
-//! notification after a backoff.
+//! notification after a backoff. Every D-Bus call has a time limit ([`CALL_TIMEOUT`]): a
+//! notification server that hangs counts as gone. Both channels are bounded ([`QUEUE`]): a
+//! notification that finds the task's queue full is dropped with a log line, never waited for.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -19,6 +21,10 @@ use crate::ids::{PaneId, WindowId};
 
 /// How long after a lost connection the next notification tries to reconnect.
 pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest wait for the bus or the notification server to answer one call.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Room in the command and event channels.
+pub const QUEUE: usize = 64;
 
 #[zbus::proxy(
     interface = "org.freedesktop.Notifications",
@@ -80,6 +86,8 @@ pub struct DesktopConfig {
     pub address: Option<String>,
     /// Wait after a lost connection before reconnecting.
     pub backoff: Duration,
+    /// The longest wait for one D-Bus call.
+    pub call_timeout: Duration,
 }
 
 impl Default for DesktopConfig {
@@ -87,26 +95,27 @@ impl Default for DesktopConfig {
         DesktopConfig {
             address: None,
             backoff: DEFAULT_BACKOFF,
+            call_timeout: CALL_TIMEOUT,
         }
     }
 }
 
 enum Cmd {
-    Notify(Note, oneshot::Sender<Option<u32>>),
+    Notify(Note, Option<oneshot::Sender<Option<u32>>>),
     CloseWindow(WindowId),
 }
 
 /// Handle on the notification task; cheap to clone. The task ends when every handle is dropped.
 #[derive(Clone, Debug)]
 pub struct Desktop {
-    cmds: mpsc::UnboundedSender<Cmd>,
+    cmds: mpsc::Sender<Cmd>,
 }
 
 impl Desktop {
     /// Starts the task (inside a tokio runtime). Nothing connects until the first notification.
-    pub fn spawn(config: DesktopConfig) -> (Desktop, mpsc::UnboundedReceiver<DesktopEvent>) {
-        let (cmds, rx) = mpsc::unbounded_channel();
-        let (events, events_rx) = mpsc::unbounded_channel();
+    pub fn spawn(config: DesktopConfig) -> (Desktop, mpsc::Receiver<DesktopEvent>) {
+        let (cmds, rx) = mpsc::channel(QUEUE);
+        let (events, events_rx) = mpsc::channel(QUEUE);
         let task = Task {
             config,
             events,
@@ -123,22 +132,31 @@ impl Desktop {
     /// Sends a notification; returns its id, or `None` when it could not be shown.
     pub async fn notify(&self, note: Note) -> Option<u32> {
         let (tx, rx) = oneshot::channel();
-        self.cmds.send(Cmd::Notify(note, tx)).ok()?;
+        self.cmds.send(Cmd::Notify(note, Some(tx))).await.ok()?;
         rx.await.ok().flatten()
+    }
+
+    /// Shows a notification without waiting for anything: dropped, with a log line, when the
+    /// task is that far behind.
+    pub fn show(&self, note: Note) {
+        if let Err(e) = self.cmds.try_send(Cmd::Notify(note, None)) {
+            tracing::warn!("desktop notification dropped: the notification task is behind ({e})");
+        }
     }
 
     /// Closes the window's notification, if one is shown (the person looked at the window).
     pub fn close_window(&self, window: WindowId) {
-        let _ = self.cmds.send(Cmd::CloseWindow(window));
+        let _ = self.cmds.try_send(Cmd::CloseWindow(window));
     }
 }
 
-enum Signal {
+/// What the notification server signals.
+enum BusSignal {
     Action(u32, String),
     Closed(u32),
 }
 
-type Signals = Pin<Box<dyn Stream<Item = Signal> + Send>>;
+type Signals = Pin<Box<dyn Stream<Item = BusSignal> + Send>>;
 
 struct Live {
     proxy: NotificationsProxy<'static>,
@@ -147,7 +165,7 @@ struct Live {
 
 struct Task {
     config: DesktopConfig,
-    events: mpsc::UnboundedSender<DesktopEvent>,
+    events: mpsc::Sender<DesktopEvent>,
     live: Option<Live>,
     retry_at: Option<Instant>,
     healthy: bool,
@@ -155,7 +173,7 @@ struct Task {
     by_window: HashMap<WindowId, u32>,
 }
 
-async fn next_signal(live: &mut Option<Live>) -> Option<Signal> {
+async fn next_signal(live: &mut Option<Live>) -> Option<BusSignal> {
     match live {
         Some(l) => l.signals.next().await,
         None => std::future::pending().await,
@@ -163,14 +181,16 @@ async fn next_signal(live: &mut Option<Live>) -> Option<Signal> {
 }
 
 impl Task {
-    async fn run(mut self, mut cmds: mpsc::UnboundedReceiver<Cmd>) {
+    async fn run(mut self, mut cmds: mpsc::Receiver<Cmd>) {
         loop {
             tokio::select! {
                 cmd = cmds.recv() => match cmd {
                     None => break,
                     Some(Cmd::Notify(note, reply)) => {
                         let id = self.notify(&note).await;
-                        let _ = reply.send(id);
+                        if let Some(r) = reply {
+                            let _ = r.send(id);
+                        }
                     }
                     Some(Cmd::CloseWindow(window)) => self.close_window(window).await,
                 },
@@ -182,29 +202,37 @@ impl Task {
         }
     }
 
-    fn signal(&mut self, sig: Signal) {
+    fn signal(&mut self, sig: BusSignal) {
         match sig {
-            Signal::Action(id, key) if key == "default" => {
+            BusSignal::Action(id, key) if key == "default" => {
                 if let Some(&(pane, window)) = self.by_id.get(&id) {
-                    let _ = self.events.send(DesktopEvent::Clicked { pane, window, id });
+                    self.event(DesktopEvent::Clicked { pane, window, id });
                 }
             }
-            Signal::Action(..) => {}
-            Signal::Closed(id) => {
+            BusSignal::Action(..) => {}
+            BusSignal::Closed(id) => {
                 if let Some((pane, window)) = self.by_id.remove(&id) {
                     if self.by_window.get(&window) == Some(&id) {
                         self.by_window.remove(&window);
                     }
-                    let _ = self.events.send(DesktopEvent::Closed { pane, window, id });
+                    self.event(DesktopEvent::Closed { pane, window, id });
                 }
             }
+        }
+    }
+
+    /// Tells the daemon; an event that finds the queue full is dropped with a log line (the
+    /// daemon reads them at once; a full queue means it is stopping).
+    fn event(&self, e: DesktopEvent) {
+        if let Err(err) = self.events.try_send(e) {
+            tracing::debug!("desktop event dropped: {err}");
         }
     }
 
     fn warn(&mut self, why: String) {
         if std::mem::replace(&mut self.healthy, false) {
             tracing::warn!("desktop notifications unavailable: {why}");
-            let _ = self.events.send(DesktopEvent::Unavailable(why));
+            self.event(DesktopEvent::Unavailable(why));
         }
     }
 
@@ -216,7 +244,18 @@ impl Task {
         self.warn(why);
     }
 
+    /// Connects within the call time limit.
     async fn connect(&mut self) -> zbus::Result<()> {
+        let limit = self.config.call_timeout;
+        match tokio::time::timeout(limit, self.connect_now()).await {
+            Ok(r) => r,
+            Err(_) => Err(zbus::Error::Failure(format!(
+                "the session bus did not answer within {limit:?}"
+            ))),
+        }
+    }
+
+    async fn connect_now(&mut self) -> zbus::Result<()> {
         let conn = match &self.config.address {
             Some(a) => {
                 zbus::connection::Builder::address(a.as_str())?
@@ -230,12 +269,12 @@ impl Task {
             .receive_action_invoked()
             .await?
             .filter_map(
-                |s| async move { s.args().ok().map(|a| Signal::Action(a.id, a.action_key)) },
+                |s| async move { s.args().ok().map(|a| BusSignal::Action(a.id, a.action_key)) },
             );
         let closed = proxy
             .receive_notification_closed()
             .await?
-            .filter_map(|s| async move { s.args().ok().map(|a| Signal::Closed(a.id)) });
+            .filter_map(|s| async move { s.args().ok().map(|a| BusSignal::Closed(a.id)) });
         let signals: Signals = Box::pin(stream::select(actions, closed));
         self.live = Some(Live { proxy, signals });
         Ok(())
@@ -272,7 +311,17 @@ impl Task {
             hints,
             -1,
         );
-        match sent.await {
+        let limit = self.config.call_timeout;
+        let answer = match tokio::time::timeout(limit, sent).await {
+            Ok(a) => a,
+            Err(_) => {
+                self.lost(format!(
+                    "the notification server did not answer within {limit:?}"
+                ));
+                return None;
+            }
+        };
+        match answer {
             Ok(id) => {
                 if !std::mem::replace(&mut self.healthy, true) {
                     tracing::info!("desktop notifications work again");
@@ -299,8 +348,12 @@ impl Task {
         let (Some(id), Some(live)) = (self.by_window.remove(&window), self.live.as_ref()) else {
             return;
         };
-        if let Err(e) = live.proxy.close_notification(id).await {
-            tracing::debug!("CloseNotification {id}: {e}");
+        match tokio::time::timeout(self.config.call_timeout, live.proxy.close_notification(id))
+            .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!("CloseNotification {id}: {e}"),
+            Err(_) => self.lost("CloseNotification did not answer in time".into()),
         }
     }
 }

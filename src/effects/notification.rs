@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{PaneId, WindowId};
-use crate::ipc::schema::Subtask;
+use crate::state::Subtask;
 use crate::state::{AgentState, BlockedKind};
 
 /// Longest body, in characters, before escaping (longer text ends with `…`).

@@ -6,74 +6,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{PaneId, SessionId, WindowId};
 use crate::state::{AgentState, BlockedKind};
+// The shared vocabulary, re-exported: it is part of the wire format, but the core uses it from
+// `state` and never imports this module.
+pub use crate::state::{StateSource, Subtask, WindowMark};
 
 /// Version of the schema below, carried in every reply.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// A window's mark (S4), as the status line and the panel show it.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum WindowMark {
-    /// Some pane stopped on an error (a red cross, not the amber mark).
-    Error,
-    /// Some pane is blocked: waiting for the person.
-    Attention,
-    /// Some pane is working, shows progress or a title spinner.
-    Running,
-    /// It was running and stopped while nobody looked.
-    Done,
-    /// None of the above.
-    #[default]
-    Idle,
-}
-
-impl WindowMark {
-    /// The wire word (`attention|error|running|done|idle`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WindowMark::Error => "error",
-            WindowMark::Attention => "attention",
-            WindowMark::Running => "running",
-            WindowMark::Done => "done",
-            WindowMark::Idle => "idle",
-        }
-    }
-}
-
-/// Where a pane's current state came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StateSource {
-    /// An OSC 7501 status report in force.
-    StatusReport,
-    /// A matching screen rule.
-    ScreenRule,
-    /// A known agent with no matching rule: idle by fallback.
-    ScreenFallback,
-    /// The `THINKTERM_AGENT` user variable.
-    UserVar,
-    /// OSC 9;4 progress or a title spinner.
-    Native,
-    /// Nothing decided it.
-    None,
-}
-
-/// One subtask of a reporting program (S7 `id` paths).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Subtask {
-    /// The record's id path (`build/test`).
-    pub id: String,
-    /// Its state.
-    pub state: AgentState,
-    /// Its `done` flag: finished, result not yet seen.
-    #[serde(default)]
-    pub done: bool,
-    /// Its message, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub msg: Option<String>,
-}
 
 /// One pane as `agents --json` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -266,5 +204,11 @@ pub enum Reply {
     Error {
         /// Why.
         message: String,
+    },
+    /// A stream's reader fell behind and `dropped` replies did not reach it; a `Snapshot` of
+    /// everything now follows at once, so what the reader knows is whole again.
+    Lagged {
+        /// How many replies were dropped.
+        dropped: u64,
     },
 }

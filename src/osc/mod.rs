@@ -14,4 +14,4 @@ pub mod status_report;
 pub mod title;
 pub mod user_var;
 
-pub use signals::{Notification, PaneSignals, PromptMark, Signal};
+pub use signals::{PaneSignals, ProgramNotification, PromptMark, Signal};

@@ -36,6 +36,15 @@ impl Progress {
         }
     }
 
+    /// The report as the rules' `osc_progress` region reads it: `4;STATE;PERCENT` (`4;STATE`
+    /// without a percent), the payload after `9;`.
+    pub fn region_text(self) -> String {
+        match self.percent() {
+            Some(p) => format!("4;{};{p}", self.code()),
+            None => format!("4;{}", self.code()),
+        }
+    }
+
     /// The state number on the wire.
     pub fn code(self) -> u8 {
         match self {

@@ -30,7 +30,7 @@ pub enum PromptMark {
 
 /// A desktop notification a program asked for (OSC 9 text, OSC 777 `notify`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notification {
+pub struct ProgramNotification {
     /// Title (OSC 777 only).
     pub title: Option<String>,
     /// Body.
@@ -58,7 +58,7 @@ pub enum Signal {
     /// An OSC 133 mark.
     PromptMark(PromptMark),
     /// An OSC 9 / 777 notification.
-    Notification(Notification),
+    Notification(ProgramNotification),
     /// A bare BEL.
     Bell,
 }
@@ -92,19 +92,19 @@ fn text(b: &[u8]) -> String {
 
 /// Parses an OSC 9 (iTerm2 text, not ConEmu's numbered commands such as `9;4`) or OSC 777
 /// `notify;title;body` payload.
-pub fn notification(payload: &[u8]) -> Option<Notification> {
+pub fn notification(payload: &[u8]) -> Option<ProgramNotification> {
     if let Some(rest) = payload.strip_prefix(b"777;notify;") {
         let mut parts = rest.splitn(2, |&b| b == b';');
         let title = parts.next().map(text);
         let body = parts.next().map(text).unwrap_or_default();
-        return Some(Notification { title, body });
+        return Some(ProgramNotification { title, body });
     }
     let body = payload.strip_prefix(b"9;")?;
     let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
     if body.is_empty() || (digits > 0 && matches!(body.get(digits), None | Some(b';'))) {
         return None; // ConEmu `9;N[;…]` commands
     }
-    Some(Notification {
+    Some(ProgramNotification {
         title: None,
         body: text(body),
     })
@@ -174,6 +174,13 @@ impl PaneSignals {
             }
             sink(sig, records);
         });
+    }
+
+    /// Drops a sequence left half open (output was skipped: a `%continue` after tmux paused the
+    /// pane, or the end of a flood pause), so that it cannot swallow the text that follows.
+    /// Records, the user variable, title and progress stay.
+    pub fn reset_scanner(&mut self) {
+        self.scanner.reset();
     }
 
     /// Whether no escape sequence is open: the next bytes up to an ESC can only be text, or a

@@ -18,7 +18,7 @@ fn prompt_marks() {
 #[test]
 fn notifications() {
     let n = |t: Option<&str>, b: &str| {
-        Some(Notification {
+        Some(ProgramNotification {
             title: t.map(str::to_owned),
             body: b.into(),
         })

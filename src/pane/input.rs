@@ -2,7 +2,7 @@
 //! probe, the rule engine and the escape-sequence parsers found into these; nothing here depends
 //! on those modules, so the core stays testable on its own.
 
-use crate::ipc::schema::Subtask;
+use crate::state::Subtask;
 use crate::state::{AgentState, BlockedKind};
 
 /// One input to a pane's state machine. Each carries the whole current value of its source
@@ -10,7 +10,7 @@ use crate::state::{AgentState, BlockedKind};
 #[derive(Clone, Debug, PartialEq)]
 pub enum PaneInput {
     /// What the foreground probe found (S3.4).
-    Foreground(Foreground),
+    Foreground(ForegroundInput),
     /// The screen rules' verdict for the pane's agent (S3.5); `None` forgets the last one.
     Screen(Option<ScreenVerdict>),
     /// The status report in force (S3.1, S7.5 already applied); `None` when no report is in force.
@@ -29,7 +29,7 @@ pub enum PaneInput {
 
 /// The foreground probe's result for one pane.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Foreground {
+pub struct ForegroundInput {
     /// The agent id matched from the live foreground job (process name, argv, wrapper package);
     /// on a process-less pane the daemon may put a screen-fingerprint match here.
     pub agent: Option<String>,

@@ -14,8 +14,8 @@ mod tracker;
 mod tests;
 
 pub use input::{
-    Foreground, NativeProgress, PaneInput, ProgressState, ReportState, ReportSummary,
+    ForegroundInput, NativeProgress, PaneInput, ProgressState, ReportState, ReportSummary,
     ScreenVerdict, UserVarReport,
 };
-pub use status::{unix_ms_at, PaneChange, PaneEffect, PaneStatus};
+pub use status::{PaneChange, PaneEffect, PaneStatus};
 pub use tracker::{Tracker, SCREEN_DEBOUNCE};

@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
-use crate::ipc::schema::{StateSource, Subtask};
 use crate::state::{AgentState, BlockedKind};
+use crate::state::{StateSource, Subtask};
 
 /// The published, arbitrated status of one pane.
 #[derive(Clone, Debug, PartialEq)]
@@ -102,11 +102,4 @@ pub enum PaneEffect {
         /// The leader pid of the program that left.
         pid: u32,
     },
-}
-
-/// The unix milliseconds of instant `at`, given the pair (`now`, `now_unix_ms`) read together.
-pub fn unix_ms_at(at: Instant, now: Instant, now_unix_ms: u64) -> u64 {
-    let back = now.saturating_duration_since(at).as_millis() as u64;
-    let ahead = at.saturating_duration_since(now).as_millis() as u64;
-    now_unix_ms.saturating_sub(back).saturating_add(ahead)
 }

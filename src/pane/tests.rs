@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::ipc::schema::StateSource;
 use crate::state::AgentState::{self, Blocked, Error, Idle, Working};
+use crate::state::StateSource;
 
 /// A tracker with a fake clock: `at(ms, input)` feeds the input at t0 + ms.
 struct Pane {
@@ -44,7 +44,7 @@ fn transitions(fx: &[PaneEffect]) -> Vec<(Option<AgentState>, Option<AgentState>
 }
 
 fn fg(agent: Option<&str>, pid: u32) -> PaneInput {
-    PaneInput::Foreground(Foreground {
+    PaneInput::Foreground(ForegroundInput {
         agent: agent.map(str::to_owned),
         pid: Some(pid),
         observable: true,
@@ -53,7 +53,7 @@ fn fg(agent: Option<&str>, pid: u32) -> PaneInput {
 }
 
 fn shell(pid: u32) -> PaneInput {
-    PaneInput::Foreground(Foreground {
+    PaneInput::Foreground(ForegroundInput {
         agent: None,
         pid: Some(pid),
         observable: true,
@@ -157,7 +157,7 @@ fn stale_variable_keeps_identity_on_observable_panes_only() {
     let mut q = Pane::new();
     q.at(
         0,
-        PaneInput::Foreground(Foreground {
+        PaneInput::Foreground(ForegroundInput {
             agent: None,
             pid: Some(20),
             observable: false,
@@ -402,6 +402,6 @@ fn message_change_is_not_a_transition() {
 fn since_converts_to_unix_ms() {
     let t = Instant::now();
     let later = t + Duration::from_millis(250);
-    assert_eq!(unix_ms_at(t, later, 10_000), 9_750);
-    assert_eq!(unix_ms_at(later, t, 10_000), 10_250);
+    assert_eq!(crate::clock::unix_ms_at(t, later, 10_000), 9_750);
+    assert_eq!(crate::clock::unix_ms_at(later, t, 10_000), 10_250);
 }

@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use super::input::{
-    Foreground, NativeProgress, PaneInput, ProgressState, ReportState, ReportSummary,
+    ForegroundInput, NativeProgress, PaneInput, ProgressState, ReportState, ReportSummary,
     ScreenVerdict, UserVarReport,
 };
 use super::status::{PaneChange, PaneEffect, PaneStatus};
-use crate::ipc::schema::StateSource;
 use crate::state::AgentState;
+use crate::state::StateSource;
 
 /// How long a screen-inferred transition leaving `blocked`, or going `working`→`idle`, must hold
 /// before it is published (S3.6): long enough to outlast a half-drawn frame.
@@ -50,7 +50,7 @@ struct Pending {
 /// One pane's state machine. Feed it with [`Tracker::on_input`]; read [`Tracker::status`].
 #[derive(Clone, Debug)]
 pub struct Tracker {
-    fg: Foreground,
+    fg: ForegroundInput,
     verdict: Option<HeldVerdict>,
     report: Option<ReportSummary>,
     /// The current report's `done` was seen; reset when the report changes.
@@ -66,7 +66,7 @@ impl Tracker {
     /// A pane with nothing known yet.
     pub fn new(now: Instant) -> Self {
         Tracker {
-            fg: Foreground::default(),
+            fg: ForegroundInput::default(),
             verdict: None,
             report: None,
             result_seen: false,
@@ -125,8 +125,8 @@ impl Tracker {
         }
     }
 
-    fn set_foreground(&mut self, f: Foreground, fx: &mut Vec<PaneEffect>) {
-        let program = |g: &Foreground| g.pid.filter(|_| !g.at_shell);
+    fn set_foreground(&mut self, f: ForegroundInput, fx: &mut Vec<PaneEffect>) {
+        let program = |g: &ForegroundInput| g.pid.filter(|_| !g.at_shell);
         if let Some(old) = program(&self.fg) {
             if program(&f) != Some(old) {
                 fx.push(PaneEffect::ProgramExited { pid: old });

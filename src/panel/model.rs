@@ -165,7 +165,8 @@ impl PanelModel {
                 self.reload_pending = false;
                 self.status = Some(format!("Error: {message}"));
             }
-            Reply::Value { .. } => {}
+            // A snapshot follows at once and replaces what was missed.
+            Reply::Value { .. } | Reply::Lagged { .. } => {}
         }
     }
 

@@ -32,6 +32,7 @@ pub struct Snapshot<'a> {
     pub screen: &'a str,
     /// The title the program itself sent; `None` until it sends one (never tmux's fallback).
     pub osc_title: Option<&'a str>,
-    /// The last OSC 9;4 progress report the program sent (`4;1;50`); `None` until it sends one.
-    pub osc_progress: Option<&'a str>,
+    /// The last OSC 9;4 progress report the program sent; `None` until it sends one. The
+    /// `osc_progress` region reads it as `4;1;50`.
+    pub osc_progress: Option<crate::osc::progress::Progress>,
 }

@@ -94,7 +94,7 @@ impl Region {
     pub fn extract_lines(self, snap: &Snapshot<'_>, lines: &[&str]) -> Option<String> {
         match self {
             Region::OscTitle => return snap.osc_title.map(str::to_string),
-            Region::OscProgress => return snap.osc_progress.map(str::to_string),
+            Region::OscProgress => return snap.osc_progress.map(|p| p.region_text()),
             _ => {}
         }
         fn non_empty(l: &&&str) -> bool {
@@ -240,7 +240,7 @@ mod tests {
         let s = Snapshot {
             screen,
             osc_title: None,
-            osc_progress: Some("4;1;5"),
+            osc_progress: Some(crate::osc::progress::Progress::Normal(5)),
         };
         let cut = |r: &str| Region::parse(r).ok().and_then(|r| r.extract(&s));
         assert_eq!(cut("bottom_lines(2)").as_deref(), Some("────────\nfoot"));

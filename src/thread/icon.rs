@@ -2,7 +2,7 @@
 //! `@thinkterm_summary` of a session, with tmux `#[…]` styles, so the status line reads them with
 //! `#{@thinkterm_icon}` and no shell runs per redraw.
 
-use crate::ipc::schema::WindowMark;
+use crate::state::WindowMark;
 
 /// Glyphs and styles; every field is a tmux format fragment.
 #[derive(Clone, Debug, PartialEq, Eq)]

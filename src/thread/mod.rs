@@ -10,6 +10,7 @@ mod rollup;
 #[cfg(test)]
 mod tests;
 
+pub use crate::state::Sound;
 pub use rollup::{
-    NotifyReason, Rollup, RollupEffect, RollupInput, Sound, WindowView, DONE_SOUND_MIN_WORK,
+    NotifyReason, Rollup, RollupEffect, RollupInput, WindowView, DONE_SOUND_MIN_WORK,
 };

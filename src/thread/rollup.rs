@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use crate::ids::{PaneId, WindowId};
-use crate::ipc::schema::WindowMark;
 use crate::pane::PaneStatus;
-use crate::state::AgentState;
+use crate::state::WindowMark;
+use crate::state::{AgentState, Sound};
 
 /// Work shorter than this does not ring the `done` sound (S6.1).
 pub const DONE_SOUND_MIN_WORK: Duration = Duration::from_secs(5);
@@ -41,15 +41,6 @@ pub enum RollupInput {
     },
     /// Someone typed or clicked in the window: clears `done`.
     TypedIn(WindowId),
-}
-
-/// A sound to play (S6.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sound {
-    /// The window moved working→idle after at least [`DONE_SOUND_MIN_WORK`].
-    Done,
-    /// A pane began waiting.
-    Waiting,
 }
 
 /// Why a notification may be due (S6.6; the edge decides background and throttling).

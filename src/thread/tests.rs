@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::ids::{PaneId, WindowId};
-use crate::ipc::schema::{StateSource, WindowMark};
 use crate::pane::PaneStatus;
 use crate::state::AgentState::{self, Blocked, Error, Idle, Working};
+use crate::state::{StateSource, WindowMark};
 
 const W: WindowId = WindowId(1);
 

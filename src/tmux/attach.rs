@@ -74,21 +74,11 @@ impl Drop for Peer {
     }
 }
 
-/// What a client tells the server about itself.
-#[derive(Clone, Debug)]
-pub struct Identity {
-    /// The client's name in `list-clients` (sent as its tty name; tmux names a client after
-    /// its tty, so ours read `thinkterm-sidecar-PID-N`).
-    pub name: String,
-}
-
 /// Attaches a control client to the server at `socket`, running `argv` (a tmux command such as
-/// `attach-session -E -t $3 -f ignore-size,read-only`) as its first command.
-pub async fn attach(
-    socket: &Path,
-    identity: &Identity,
-    argv: &[&str],
-) -> Result<Attached, AttachError> {
+/// `attach-session -E -t $3 -f ignore-size,read-only`) as its first command. `name` is the
+/// client's name in `list-clients`: it is sent as the client's tty name, which tmux names a
+/// client after (ours read `thinkterm-sidecar-PID-N`).
+pub async fn attach(socket: &Path, name: &str, argv: &[&str]) -> Result<Attached, AttachError> {
     // std's pipes are close-on-exec: no program we spawn inherits them.
     let (server_input, input) = io::pipe()?;
     let (output, server_output) = io::pipe()?;
@@ -97,7 +87,7 @@ pub async fn attach(
     send_with_fd(&stream, imsg::MSG_IDENTIFY_STDOUT, server_output.as_fd()).await?;
     // The server has its own copies now; ours would keep the pipes open after it is gone.
     drop((server_input, server_output));
-    send_all(&stream, &identify_and_command(identity, argv)).await?;
+    send_all(&stream, &identify_and_command(name, argv)).await?;
     let (tx, exit) = watch::channel(None);
     let task = tokio::spawn(answer(stream, tx));
     Ok(Attached {
@@ -109,7 +99,7 @@ pub async fn attach(
 
 /// Everything after the two descriptors, in one buffer: the flags, the rest of the identity,
 /// `MSG_IDENTIFY_DONE`, then the command.
-fn identify_and_command(identity: &Identity, argv: &[&str]) -> Vec<u8> {
+fn identify_and_command(name: &str, argv: &[&str]) -> Vec<u8> {
     let flags = imsg::CLIENT_CONTROL | imsg::CLIENT_UTF8;
     let mut out = Vec::with_capacity(512);
     imsg::encode(
@@ -140,7 +130,7 @@ fn identify_and_command(identity: &Identity, argv: &[&str]) -> Vec<u8> {
         &mut out,
         imsg::MSG_IDENTIFY_TTYNAME,
         false,
-        &imsg::string_payload(&identity.name),
+        &imsg::string_payload(name),
     );
     imsg::encode(
         &mut out,
@@ -281,7 +271,7 @@ fn reply_to(msg: &Message) -> Reply {
                 imsg::MSG_WRITE_READY
             };
             let mut data = stream.to_ne_bytes().to_vec();
-            data.extend_from_slice(&libc::EBADF.to_ne_bytes());
+            data.extend_from_slice(&rustix::io::Errno::BADF.raw_os_error().to_ne_bytes());
             let mut out = Vec::new();
             imsg::encode(&mut out, kind, false, &data);
             Reply::Send(out)
@@ -302,10 +292,10 @@ mod tests {
 
     #[test]
     fn flags_done_and_the_command_go_out_together_after_the_descriptors() {
-        let id = Identity {
-            name: "thinkterm-sidecar-1-0".into(),
-        };
-        let msgs = decode_all(&identify_and_command(&id, &["attach-session", "-t", "$1"]));
+        let msgs = decode_all(&identify_and_command(
+            "thinkterm-sidecar-1-0",
+            &["attach-session", "-t", "$1"],
+        ));
         let kinds: Vec<u32> = msgs.iter().map(|m| m.kind).collect();
         // Everything that marks the client a control client, and the DONE that completes it,
         // is in this one write; the descriptors were sent before it.

@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use super::attach::{attach, AttachError, Identity, Peer};
+use super::attach::{attach, AttachError, Peer};
 use super::escape::Escaped;
 use super::grid::Grid;
 use super::protocol::{Body, Decoder, Line, LineSplitter, Notification, Reply};
@@ -56,16 +56,22 @@ pub enum CommandError {
     /// tmux answered with `%error`.
     #[error("tmux: {0}")]
     Tmux(String),
+    /// No answer in time (the caller stopped waiting).
+    #[error("tmux did not answer within {0:?}")]
+    Timeout(std::time::Duration),
 }
 
-type Pending = Arc<Mutex<VecDeque<oneshot::Sender<Reply>>>>;
+/// The waiters for replies due, in the order their commands went out; `None` once the reader
+/// has ended, so that a waiter queued after that is dropped (its caller sees `Closed`) instead of
+/// waiting for a reply nobody will read.
+type Pending = Arc<Mutex<Option<VecDeque<oneshot::Sender<Reply>>>>>;
 
 /// Whether someone still waits for one of the replies due (a dropped receiver waits for
 /// nothing: a command sent with [`Connection::send`]).
 fn awaited(pending: &Pending) -> bool {
     pending
         .lock()
-        .map(|p| p.iter().any(|w| !w.is_closed()))
+        .map(|p| p.iter().flatten().any(|w| !w.is_closed()))
         .unwrap_or(false)
 }
 
@@ -130,19 +136,17 @@ impl Connection {
         events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
         pacing: Pacing,
     ) -> Result<Connection, AttachError> {
-        let identity = Identity {
-            name: format!("thinkterm-sidecar-{}-{}", std::process::id(), id.0),
-        };
+        let name = format!("thinkterm-sidecar-{}-{}", std::process::id(), id.0);
         let attached = attach(
             &addr.socket,
-            &identity,
+            &name,
             &["attach-session", "-E", "-t", session, "-f", ATTACH_FLAGS],
         )
         .await?;
         let input = pipe::Sender::from_owned_fd(attached.input)?;
         // Our own registration of the pipe, which the reader drops and makes again.
         let output = pipe::Receiver::from_owned_fd(attached.output)?;
-        let pending: Pending = Arc::default();
+        let pending: Pending = Arc::new(Mutex::new(Some(VecDeque::new())));
         let awaited_reply = Arc::new(Notify::new());
         let (tx, rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = oneshot::channel();
@@ -257,9 +261,11 @@ async fn write_loop(
         let mut next = Some(first);
         while let Some((line, reply)) = next {
             awaited |= !reply.is_closed();
-            // Queue the waiter before the line can be answered.
+            // Queue the waiter before the line can be answered (dropped if the reader is gone).
             if let Ok(mut p) = pending.lock() {
-                p.push_back(reply);
+                if let Some(p) = p.as_mut() {
+                    p.push_back(reply);
+                }
             }
             out.push_str(&line);
             out.push('\n');
@@ -424,7 +430,7 @@ impl Reader {
             };
         }
         if let Ok(mut p) = self.pending.lock() {
-            p.clear();
+            *p = None;
         }
         // The server's own word (exit message, version mismatch) when the stream had none.
         let exit_reason = exit_reason.or_else(|| peer.exit_reason());
@@ -463,7 +469,10 @@ fn dispatch(
 ) {
     match note {
         Notification::Reply(r) if r.from_client => {
-            let waiter = pending.lock().ok().and_then(|mut p| p.pop_front());
+            let waiter = pending
+                .lock()
+                .ok()
+                .and_then(|mut p| p.as_mut().and_then(VecDeque::pop_front));
             if let Some(w) = waiter {
                 let _ = w.send(r);
             }

@@ -63,6 +63,34 @@ pub struct PaneInfo {
     pub in_mode: bool,
 }
 
+/// The parts of `#{client_flags}` that matter here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClientFlags {
+    /// `attached`: it is attached to a session.
+    pub attached: bool,
+    /// `focused`: its terminal reported focus (meaningful only with `focus-events on`).
+    pub focused: bool,
+    /// `control-mode`: a control-mode client, not a person's terminal.
+    pub control_mode: bool,
+}
+
+impl ClientFlags {
+    /// Parses tmux's comma-separated `#{client_flags}` (`attached,focused,UTF-8`); unknown words
+    /// are ignored.
+    pub fn parse(s: &str) -> Self {
+        let mut f = ClientFlags::default();
+        for word in s.split(',').map(str::trim) {
+            match word {
+                "attached" => f.attached = true,
+                "focused" => f.focused = true,
+                "control-mode" => f.control_mode = true,
+                _ => {}
+            }
+        }
+        f
+    }
+}
+
 /// One client.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientInfo {
@@ -78,12 +106,9 @@ pub struct ClientInfo {
     pub window: Option<WindowId>,
     /// That window's active pane.
     pub pane: Option<PaneId>,
-    /// `client_flags` (comma-separated: attached, focused, control-mode, ...).
-    pub flags: String,
-    /// The client's terminal has focus (as far as tmux knows).
-    pub focused: bool,
-    /// A control-mode client (like ours): never a person looking.
-    pub control_mode: bool,
+    /// `client_flags`, parsed: attached, focused (as far as tmux knows), control mode (like
+    /// ours: never a person looking).
+    pub flags: ClientFlags,
     /// `client_activity`, unix seconds.
     pub activity: u64,
 }
@@ -151,6 +176,8 @@ pub struct Inventory {
     pub panes: BTreeMap<PaneId, PaneInfo>,
     /// Clients, in tmux's order.
     pub clients: Vec<ClientInfo>,
+    /// tmux reports terminal focus (`focus-events on`): "focused" means something.
+    pub focus_events: bool,
 }
 
 fn fields(line: &str, n: usize) -> Option<Vec<&str>> {
@@ -231,8 +258,8 @@ pub fn parse_clients(body: &[String]) -> Vec<ClientInfo> {
     body.iter()
         .filter_map(|line| {
             let f = fields(line, CLIENT_FIELDS.len())?;
-            let flags = f[6].to_string();
-            let has = |name: &str| flags.split(',').any(|x| x == name);
+            let mut flags = ClientFlags::parse(f[6]);
+            flags.control_mode |= flag(f[7]);
             Some(ClientInfo {
                 name: f[0].to_string(),
                 tty: f[1].to_string(),
@@ -240,8 +267,6 @@ pub fn parse_clients(body: &[String]) -> Vec<ClientInfo> {
                 session: SessionId::parse(f[3]),
                 window: WindowId::parse(f[4]),
                 pane: PaneId::parse(f[5]),
-                focused: has("focused"),
-                control_mode: flag(f[7]) || has("control-mode"),
                 flags,
                 activity: f[8].parse().unwrap_or(0),
             })
@@ -279,7 +304,7 @@ impl Inventory {
 
     /// Clients that are people (not control-mode clients such as this sidecar's).
     pub fn people(&self) -> impl Iterator<Item = &ClientInfo> {
-        self.clients.iter().filter(|c| !c.control_mode)
+        self.clients.iter().filter(|c| !c.flags.control_mode)
     }
 }
 
@@ -351,8 +376,8 @@ mod tests {
                 "90",
             ]),
         ]);
-        assert!(c[0].focused && !c[0].control_mode);
-        assert!(c[1].control_mode);
+        assert!(c[0].flags.focused && !c[0].flags.control_mode);
+        assert!(c[1].flags.control_mode);
         let inv = Inventory {
             clients: c,
             ..Default::default()

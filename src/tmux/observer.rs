@@ -13,7 +13,7 @@ use super::connection::{CommandError, ConnEvent, ConnId, Connection, Pacing};
 use super::escape::Escaped;
 use super::inventory::{
     list_clients_command, list_panes_command, list_sessions_command, parse_clients, parse_panes,
-    parse_sessions, Inventory,
+    parse_sessions, ClientInfo, Inventory, PaneInfo, SessionInfo,
 };
 use super::protocol::{Body, Notification};
 use super::server::ServerAddress;
@@ -29,6 +29,26 @@ const SUB_FOCUS: &str = "thinkterm_focus";
 /// hooks (usually at index 0) are untouched.
 const HOOK_INDEX: u32 = 9871;
 
+/// The answer of commands sent now, awaited later without holding the observer.
+pub type Query<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, CommandError>> + Send>>;
+
+/// What a re-list found.
+#[derive(Debug)]
+pub struct Lists {
+    /// Sessions.
+    pub sessions: BTreeMap<SessionId, SessionInfo>,
+    /// Panes.
+    pub panes: BTreeMap<PaneId, PaneInfo>,
+    /// Clients.
+    pub clients: Vec<ClientInfo>,
+    /// `focus-events` (None when it could not be read).
+    pub focus_events: Option<bool>,
+}
+
+/// The longest wait for attaching one control client (local work: a connect and three writes).
+pub const ATTACH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The screens of a round of captures, in the order asked, as [`Observer::start_captures`]
 /// gives them.
 pub type Captures = std::pin::Pin<
@@ -38,7 +58,7 @@ pub type Captures = std::pin::Pin<
 /// What the observer reports.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Observed {
-    /// A pane wrote bytes. The pane is now dirty.
+    /// A pane wrote bytes.
     Output {
         /// The pane.
         pane: PaneId,
@@ -51,7 +71,8 @@ pub enum Observed {
     Clients,
     /// A pane's title changed (the inventory is updated).
     Title(PaneId),
-    /// A pane's foreground command changed (the inventory is updated): re-probe its process.
+    /// A pane's foreground command or first process changed (the inventory is updated):
+    /// re-probe it.
     Command(PaneId),
     /// tmux paused a pane's output (we fell behind): capture it again after `Continue`.
     Paused(PaneId),
@@ -94,7 +115,6 @@ pub struct Observer {
     tx: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
     rx: mpsc::UnboundedReceiver<(ConnId, ConnEvent)>,
     inventory: Inventory,
-    dirty: HashSet<PaneId>,
     /// Notifications received but not yet reported.
     queued: std::collections::VecDeque<(ConnId, Notification)>,
     /// Changes a re-list found (reported before any notification).
@@ -150,7 +170,6 @@ impl Observer {
             tx,
             rx,
             inventory: Inventory::default(),
-            dirty: HashSet::new(),
             queued: std::collections::VecDeque::new(),
             found: std::collections::VecDeque::new(),
             server_identity: String::new(),
@@ -200,11 +219,18 @@ impl Observer {
     /// Removes what the sidecar installed in the server (the focus hooks); the control clients
     /// detach when the observer is dropped.
     pub async fn uninstall(&self) {
-        for hook in ["client-focus-in", "client-focus-out"] {
-            let _ = self
-                .command(format!("set-hook -gu {hook}[{HOOK_INDEX}]"))
-                .await;
+        for line in self.uninstall_commands() {
+            let _ = self.command(line).await;
         }
+    }
+
+    /// The commands that remove what the sidecar installed (the focus hooks), to send with
+    /// others and await together.
+    pub fn uninstall_commands(&self) -> Vec<String> {
+        ["client-focus-in", "client-focus-out"]
+            .iter()
+            .map(|hook| format!("set-hook -gu {hook}[{HOOK_INDEX}]"))
+            .collect()
     }
 
     /// The server's identity (`pid␟start_time`), stable while it runs.
@@ -266,10 +292,15 @@ impl Observer {
             .filter(|c| c.is_open())
             .map(|c| (c.id(), c))
             .collect();
+        // The command's subscription carries the pane's first process too: `respawn-pane`
+        // changes it, and nothing else says so.
         let pane_subs = |pane: PaneId| {
             [
-                (format!("{SUB_TITLE}{}", pane.0), "pane_title"),
-                (format!("{SUB_COMMAND}{}", pane.0), "pane_current_command"),
+                (format!("{SUB_TITLE}{}", pane.0), "#{pane_title}"),
+                (
+                    format!("{SUB_COMMAND}{}", pane.0),
+                    "#{pane_pid} #{pane_current_command}",
+                ),
             ]
         };
         let unsubscribe = |conn: Option<&&Connection>, pane: PaneId| {
@@ -299,8 +330,8 @@ impl Observer {
                 Some(old) => unsubscribe(open.get(old), *id),
                 None => {}
             }
-            for (name, var) in pane_subs(*id) {
-                let arg = format!("{name}:{id}:#{{{var}}}");
+            for (name, format) in pane_subs(*id) {
+                let arg = format!("{name}:{id}:{format}");
                 conn.send(format!("refresh-client -B {}", quote(&arg)));
             }
             subscribed.insert(*id, conn.id());
@@ -346,20 +377,59 @@ impl Observer {
         self.any_connection().ok().cloned()
     }
 
-    /// Re-lists sessions, panes and clients (three commands on one connection) and attaches or
-    /// drops control clients so that there is exactly one per session group.
+    /// Re-lists sessions, panes and clients and reads `focus-events` (four commands on one
+    /// connection), then attaches or drops control clients so that there is exactly one per
+    /// session group. [`Observer::start_relist`] and [`Observer::apply_relist`] in one await.
     pub async fn refresh(&mut self) -> Result<(), ObserveError> {
-        let sessions = parse_sessions(&self.command(list_sessions_command()).await?);
-        let panes = parse_panes(&self.command(list_panes_command()).await?);
-        let clients = parse_clients(&self.command(list_clients_command()).await?);
+        let lists = self.start_relist().await?;
+        self.apply_relist(lists);
+        self.attach_missing().await;
+        Ok(())
+    }
+
+    /// Sends the re-listing commands now; the returned future gives their answers, without
+    /// holding the observer (the daemon goes on taking in notifications meanwhile).
+    pub fn start_relist(&self) -> Query<Lists> {
+        let conn = match self.any_connection() {
+            Ok(c) => c.clone(),
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let sessions = conn.start(list_sessions_command());
+        let panes = conn.start(list_panes_command());
+        let clients = conn.start(list_clients_command());
+        let focus = conn.start("show-options -gv focus-events".into());
+        Box::pin(async move {
+            Ok(Lists {
+                sessions: parse_sessions(&sessions.await?),
+                panes: parse_panes(&panes.await?),
+                clients: parse_clients(&clients.await?),
+                focus_events: focus
+                    .await
+                    .ok()
+                    .and_then(|b| b.first().map(|v| v.trim() == "on")),
+            })
+        })
+    }
+
+    /// Takes in a re-list: the inventory becomes what it says, and changes that no
+    /// notification will report are queued. Connections to drop go at once; the sessions that
+    /// lack one are attached by [`Observer::attach_missing`].
+    pub fn apply_relist(&mut self, lists: Lists) {
+        let Lists {
+            sessions,
+            panes,
+            clients,
+            focus_events,
+        } = lists;
         // A command that changed before this list came, and whose subscription notice comes
         // after it, would otherwise go unreported: the notice finds the list already current.
+        // The same for a pane whose first process changed (`respawn-pane`).
         for (id, p) in &panes {
             if self
                 .inventory
                 .panes
                 .get(id)
-                .is_some_and(|old| old.current_command != p.current_command)
+                .is_some_and(|old| old.current_command != p.current_command || old.pid != p.pid)
             {
                 self.found.push_back(Observed::Command(*id));
             }
@@ -367,40 +437,62 @@ impl Observer {
         self.inventory.sessions = sessions;
         self.inventory.panes = panes;
         self.inventory.clients = clients;
-        self.dirty.retain(|p| self.inventory.panes.contains_key(p));
-        let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
-        let stale: Vec<SessionId> = self
-            .conns
-            .keys()
-            .filter(|s| !wanted.contains(s))
-            .copied()
-            .collect();
-        for s in stale {
-            // Dropping the handle closes its stdin: the client detaches.
-            self.conns.remove(&s);
+        if let Some(f) = focus_events {
+            self.inventory.focus_events = f;
         }
+        let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
+        // Dropping the handle closes its input: the client detaches.
+        self.conns.retain(|s, _| wanted.contains(s));
+        self.sync_subscriptions();
+    }
+
+    /// Attaches a control client to every session (group) that lacks one. Local work only (a
+    /// socket connect and three writes per client): it never waits for tmux to answer.
+    pub async fn attach_missing(&mut self) {
+        let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
         let mut missing: Vec<SessionId> = wanted
             .into_iter()
             .filter(|s| !self.conns.contains_key(s))
             .collect();
         missing.sort();
+        let mut attached = false;
         for s in missing {
-            if let Err(e) = self.attach(s).await {
-                tracing::warn!(session = %s, error = %e, "cannot attach control client");
+            match tokio::time::timeout(ATTACH_TIMEOUT, self.attach(s)).await {
+                Ok(Ok(())) => attached = true,
+                Ok(Err(e)) => {
+                    tracing::warn!(session = %s, error = %e, "cannot attach control client")
+                }
+                Err(_) => tracing::warn!(session = %s, "attaching a control client timed out"),
             }
         }
-        self.sync_subscriptions();
-        Ok(())
+        if attached {
+            self.sync_subscriptions();
+        }
     }
 
-    /// Re-lists only the clients (cheap; after client notifications).
+    /// Re-lists only the clients (cheap; after client notifications): the future of the list.
+    pub fn start_clients(&self) -> Query<Vec<ClientInfo>> {
+        let conn = match self.any_connection() {
+            Ok(c) => c.clone(),
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        let clients = conn.start(list_clients_command());
+        Box::pin(async move { Ok(parse_clients(&clients.await?)) })
+    }
+
+    /// Takes in a list of clients.
+    pub fn apply_clients(&mut self, clients: Vec<ClientInfo>) {
+        self.inventory.clients = clients;
+    }
+
+    /// Re-lists only the clients, in one await.
     pub async fn refresh_clients(&mut self) -> Result<(), ObserveError> {
-        self.inventory.clients = parse_clients(&self.command(list_clients_command()).await?);
+        let clients = self.start_clients().await?;
+        self.apply_clients(clients);
         Ok(())
     }
 
     /// The visible screen of a pane, as `capture-pane -p -J` prints it, joined with `\n`.
-    /// Clears the pane's dirty mark.
     pub async fn capture(&mut self, pane: PaneId) -> Result<String, CommandError> {
         let mut one = self.capture_many(&[pane]).await;
         one.pop().map_or(Err(CommandError::Closed), |(_, r)| r)
@@ -420,10 +512,7 @@ impl Observer {
     /// the returned future gives the screens. The caller can go on taking in notifications
     /// while tmux answers (a pane that floods the connection ahead of the replies is then still
     /// seen, and paused).
-    pub fn start_captures(&mut self, panes: &[PaneId]) -> Captures {
-        for p in panes {
-            self.dirty.remove(p);
-        }
+    pub fn start_captures(&self, panes: &[PaneId]) -> Captures {
         let conn = match self.any_connection() {
             Ok(c) => c.clone(),
             Err(_) => {
@@ -458,19 +547,6 @@ impl Observer {
         for conn in self.conns.values() {
             conn.send(format!("refresh-client -A {}", quote(&arg)));
         }
-        if !on {
-            self.dirty.remove(&pane);
-        }
-    }
-
-    /// Panes that wrote output since they were last captured.
-    pub fn dirty(&self) -> &HashSet<PaneId> {
-        &self.dirty
-    }
-
-    /// Forgets a pane's dirty mark without capturing it.
-    pub fn clear_dirty(&mut self, pane: PaneId) {
-        self.dirty.remove(&pane);
     }
 
     /// Waits for the next thing worth reporting. Cancel-safe.
@@ -540,7 +616,6 @@ impl Observer {
         use Notification as N;
         match n {
             N::Output { pane, data } | N::ExtendedOutput { pane, data, .. } => {
-                self.dirty.insert(pane);
                 Some(Observed::Output { pane, data })
             }
             N::SubscriptionChanged { name, .. } if name == SUB_FOCUS => Some(Observed::Clients),
@@ -554,8 +629,14 @@ impl Observer {
                 if name.starts_with(SUB_TITLE) && p.title != value {
                     p.title = value;
                     Some(Observed::Title(pane))
-                } else if name.starts_with(SUB_COMMAND) && p.current_command != value {
-                    p.current_command = value;
+                } else if name.starts_with(SUB_COMMAND) {
+                    let (pid, command) = value.split_once(' ').unwrap_or((&value, ""));
+                    let pid = pid.parse().unwrap_or(p.pid);
+                    if p.current_command == command && p.pid == pid {
+                        return None;
+                    }
+                    p.current_command = command.to_string();
+                    p.pid = pid;
                     Some(Observed::Command(pane))
                 } else {
                     None

@@ -13,14 +13,8 @@ use serde::{Deserialize, Serialize};
 const DONE_WAV: &[u8] = include_bytes!("../../../sounds/done.wav");
 const WAITING_WAV: &[u8] = include_bytes!("../../../sounds/waiting.wav");
 
-/// One of the two sounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Sound {
-    /// A window went working → idle after at least 5 s of work.
-    Done,
-    /// A pane began waiting for a decision.
-    Waiting,
-}
+/// The one vocabulary of sounds (the rollup decides, this module plays).
+pub use crate::state::Sound;
 
 impl Sound {
     /// Both sounds.

@@ -150,6 +150,14 @@ impl SoundPlayer {
         }
     }
 
+    /// Reaps players that have ended (their processes would linger as zombies until the next
+    /// sound otherwise).
+    pub fn reap(&mut self) {
+        for s in Sound::ALL {
+            let _ = self.is_playing(s);
+        }
+    }
+
     /// Plays `sound` unless it is off, has no player, or still plays.
     pub fn play(&mut self, sound: Sound) -> Played {
         if !self.enabled {
