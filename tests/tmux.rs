@@ -654,3 +654,52 @@ fn panes_made_later_are_subscribed_at_the_relist() {
         .await;
     });
 }
+
+/// Quoted arguments reach tmux as given, through the control connection the daemon uses (tmux
+/// 3.3a's parser): `$` anywhere, `~` at a word start, `#`, `{`, `}`, `;`, quotes and
+/// backslashes are all taken literally. `a$b` once came back as `a`, `~/x'` as `$HOME/x'`.
+#[test]
+fn quoted_arguments_reach_tmux_unchanged() {
+    use thinkterm_sidecar::tmux::command::line;
+    let mut tmux = Tmux::new();
+    tmux.new_session("quote", None);
+    let hostile = [
+        "a$b",
+        "$HOME",
+        "x$",
+        "~",
+        "~/x",
+        "~/x'",
+        "a~b",
+        "#x",
+        "#{pane_id}",
+        "{x",
+        "x}",
+        "}",
+        "a;b",
+        ";",
+        "a\\;",
+        "it's $HOME \\",
+        "\"",
+        "'",
+        "a'b\"c$d~e\\f#g{h}i;j",
+        "%if",
+        "%3:pause",
+        "a=b",
+        "é~$",
+        "",
+    ];
+    with_observer(&tmux, async |obs| {
+        for (i, raw) in hostile.iter().enumerate() {
+            let name = format!("@q{i}");
+            obs.command(line(&["set-option", "-g", &name, raw]))
+                .await
+                .unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+            let shown = obs
+                .command(line(&["show-options", "-gv", &name]))
+                .await
+                .unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+            assert_eq!(shown.join("\n"), *raw, "{raw:?} sent as {}", line(&[raw]));
+        }
+    });
+}
