@@ -25,17 +25,20 @@ pub enum BindError {
     /// Another daemon answers on the socket.
     #[error("another thinkterm-sidecar already serves this tmux server (socket {0})")]
     InUse(PathBuf),
+    /// The socket's directory is not ours alone.
+    #[error("unsafe socket directory: {0}")]
+    Directory(#[from] crate::paths::PrivateDirError),
     /// Filesystem trouble.
     #[error("cannot create socket {0}: {1}")]
     Io(PathBuf, io::Error),
 }
 
-/// Binds the socket: creates the directory (0700), replaces a stale socket, refuses a live one.
+/// Binds the socket: creates its directory (0700) or checks that an existing one is ours alone
+/// ([`crate::paths::ensure_private_dir`]), replaces a stale socket, refuses a live one.
 pub fn bind(path: &Path) -> Result<UnixListener, BindError> {
     let err = |e| BindError::Io(path.to_path_buf(), e);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(err)?;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(err)?;
+        crate::paths::ensure_private_dir(dir)?;
     }
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
@@ -102,4 +105,30 @@ pub async fn write_reply(w: &mut (impl AsyncWriteExt + Unpin), reply: &Reply) ->
     let mut line = serde_json::to_string(reply).map_err(io::Error::other)?;
     line.push('\n');
     w.write_all(line.as_bytes()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bind_refuses_a_planted_directory_and_tightens_its_own() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).expect("mkdir");
+        let planted = tmp.path().join("planted");
+        std::os::unix::fs::symlink(&elsewhere, &planted).expect("symlink");
+        let err = bind(&planted.join("x.sock")).expect_err("refused");
+        assert!(matches!(err, BindError::Directory(_)), "{err}");
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+        assert!(!elsewhere.join("x.sock").exists());
+
+        let ours = tmp.path().join("ours");
+        std::fs::create_dir(&ours).expect("mkdir");
+        std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let _l = bind(&ours.join("x.sock")).expect("bound");
+        let mode = |p: &Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+        assert_eq!(mode(&ours), 0o700);
+        assert_eq!(mode(&ours.join("x.sock")), 0o600);
+    }
 }
