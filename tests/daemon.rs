@@ -586,3 +586,46 @@ fn an_agent_started_later_by_the_panes_own_first_process_is_identified() {
     assert!(row["agent"].is_null(), "{row}");
     env.wait_row(&tmux, &pane, "agent", "claude", 20);
 }
+
+/// Regression: the config read the environment with `std::env::vars()`, which panics on a
+/// variable that is not UTF-8: any such variable in the person's environment stopped
+/// `thinkterm-sidecar config` and the daemon at start. A bad value for one of our keys is a
+/// warning; the range check applies to the environment too.
+#[test]
+fn a_non_utf8_environment_is_read_and_out_of_range_values_are_named() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmux = Tmux::new();
+    let env = Env::new();
+    let out = env
+        .sidecar(&tmux, &["config"])
+        .env(
+            std::ffi::OsStr::from_bytes(b"SOMETHING_ELSE"),
+            std::ffi::OsStr::from_bytes(b"caf\xe9"),
+        )
+        .env("THINKTERM_SOUND", std::ffi::OsStr::from_bytes(b"\xff"))
+        .env("THINKTERM_CAPTURE_DELAY_MS", "5000")
+        .output()
+        .expect("run config");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("sound = true  # default"), "{stdout}");
+    assert!(
+        stdout.contains("capture_delay_ms = 40  # default"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# THINKTERM_DISABLE_SOUND is set"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "THINKTERM_CAPTURE_DELAY_MS: capture_delay_ms = 5000 is out of range (0..=2000)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("THINKTERM_SOUND: sound: expected true or false"),
+        "{stderr}"
+    );
+}
