@@ -629,3 +629,57 @@ fn a_non_utf8_environment_is_read_and_out_of_range_values_are_named() {
         "{stderr}"
     );
 }
+
+/// A request line longer than the cap is answered with an error that says so and its
+/// connection is closed (the daemon never holds more than the cap for it); a client connected
+/// before and one connecting after are served as ever.
+#[test]
+fn an_oversized_request_line_is_refused_and_the_daemon_keeps_serving() {
+    use std::io::{BufRead, Write};
+    use thinkterm_sidecar::ipc::framing::MAX_REQUEST_LINE;
+    use thinkterm_sidecar::ipc::schema::{Reply, Request};
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("big", None);
+    let env = Env::new();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let sock = daemon_socket(&env);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut before = rt
+        .block_on(thinkterm_sidecar::ipc::Client::connect(&sock))
+        .expect("connect");
+
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // One byte over the cap, and no newline yet: the daemon must not wait for one. The write
+    // may fail once the daemon has closed: what it answered is still there to read.
+    let _ = s.write_all(&vec![b' '; MAX_REQUEST_LINE + 1]);
+    let mut r = std::io::BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).expect("an answer");
+    let reply: Reply = serde_json::from_str(&line).expect("a reply");
+    assert!(
+        matches!(&reply, Reply::Error { message }
+            if message.contains(&format!("request line longer than the {MAX_REQUEST_LINE}-byte cap"))),
+        "{line}"
+    );
+    line.clear();
+    assert_eq!(r.read_line(&mut line).expect("closed"), 0, "{line}");
+
+    let reply = rt
+        .block_on(before.request(&Request::Agents))
+        .expect("still served");
+    assert!(
+        matches!(&reply, Reply::Snapshot { panes, .. } if panes.iter().any(|p| p.pane.to_string() == pane)),
+        "{reply:?}"
+    );
+    assert!(
+        env.pane_row(&tmux, &pane).is_some(),
+        "a new client is served"
+    );
+    drop(d);
+}
