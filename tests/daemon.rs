@@ -683,3 +683,47 @@ fn an_oversized_request_line_is_refused_and_the_daemon_keeps_serving() {
     );
     drop(d);
 }
+
+/// Regression: `focus` said "Focused" as soon as the commands were sent, whatever tmux then
+/// answered. It now answers once tmux has run them (the pane is active when the command
+/// returns) and fails with tmux's own message when tmux refuses one.
+#[test]
+fn focus_answers_after_tmux_and_reports_a_refusal() {
+    let mut tmux = Tmux::new();
+    let first = tmux.new_session("front", None);
+    let second = tmux
+        .cmd(&["split-window", "-d", "-t", &first, "-P", "-F", "#{pane_id}"])
+        .trim()
+        .to_string();
+    let _person = support::Client::attach(&tmux, "front", 100, 30);
+    let env = Env::new();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "both panes listed", || env.pane_row(&tmux, &second));
+
+    let (code, out, err) = env.run(&tmux, &["focus", &second]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("Focused {second} in client ")),
+        "{out}"
+    );
+    let active = tmux.cmd(&["display-message", "-p", "-t", &second, "#{pane_active}"]);
+    assert_eq!(active.trim(), "1", "done means done");
+
+    // tmux now refuses `select-pane` (an alias that cannot take its arguments).
+    tmux.cmd(&[
+        "set-option",
+        "-s",
+        "command-alias[99]",
+        "select-pane=display-message -p refused",
+    ]);
+    let (code, out, err) = env.run(&tmux, &["focus", &first]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains(&format!(
+            "tmux refused `select-pane -t {first}`: parse error"
+        )),
+        "{err}"
+    );
+    drop(d);
+}

@@ -632,7 +632,16 @@ impl Daemon {
     fn on_desktop(&mut self, e: DesktopEvent) {
         match e {
             DesktopEvent::Clicked { pane, .. } => match self.focus(pane, None) {
-                Ok(msg) => tracing::info!("notification clicked: {msg}"),
+                Ok(done) => {
+                    tokio::spawn(async move {
+                        match done.await {
+                            Ok(msg) => tracing::info!("notification clicked: {msg}"),
+                            Err(e) => {
+                                tracing::warn!("notification clicked, cannot focus {pane}: {e}")
+                            }
+                        }
+                    });
+                }
                 Err(e) => tracing::warn!("notification clicked, cannot focus {pane}: {e}"),
             },
             DesktopEvent::Closed { .. } => {}
@@ -759,7 +768,17 @@ impl Daemon {
                 },
             },
             Request::Focus { pane, client } => match self.focus(pane, client.as_deref()) {
-                Ok(message) => Reply::Done { message },
+                Ok(done) => {
+                    // Answered once tmux has run the commands, without holding up the loop.
+                    tokio::spawn(async move {
+                        let reply = match done.await {
+                            Ok(message) => Reply::Done { message },
+                            Err(message) => Reply::Error { message },
+                        };
+                        let _ = m.reply.send(reply).await;
+                    });
+                    return;
+                }
                 Err(message) => Reply::Error { message },
             },
             Request::Seen { pane } => {

@@ -419,8 +419,13 @@ impl Daemon {
         }
     }
 
-    /// Brings a pane to the front in a client (S5.9, S6.7); returns what was done.
-    pub(super) fn focus(&mut self, pane: PaneId, prefer: Option<&str>) -> Result<String, String> {
+    /// Brings a pane to the front in a client (S5.9, S6.7): sends the commands now and returns
+    /// the wait for tmux to have run them, which says what was done or what tmux refused.
+    pub(super) fn focus(
+        &mut self,
+        pane: PaneId,
+        prefer: Option<&str>,
+    ) -> Result<impl std::future::Future<Output = Result<String, String>> + use<>, String> {
         let Some(obs) = &self.observer else {
             return Err("no tmux server".into());
         };
@@ -434,13 +439,12 @@ impl Daemon {
             session: info.session,
         };
         let plan = focus::plan(&client_views(inv), &target, prefer).map_err(|e| e.to_string())?;
-        for argv in &plan.commands {
-            let args: Vec<&str> = argv.iter().map(String::as_str).collect();
-            self.tmux_send(&args);
-        }
+        let conn = obs.connection().ok_or("no tmux control connection")?;
+        let done = plan.start(&conn, focus::FOCUS_TIMEOUT);
         self.relist_at
             .get_or_insert(Instant::now() + Duration::from_millis(15));
-        Ok(format!("Focused {pane} in client {}.", plan.client))
+        let message = format!("Focused {pane} in client {}.", plan.client);
+        Ok(async move { done.await.map(|()| message).map_err(|e| e.to_string()) })
     }
 
     /// The person went to a pane (the panel's Enter): its window's results count as seen.
