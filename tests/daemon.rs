@@ -586,3 +586,144 @@ fn an_agent_started_later_by_the_panes_own_first_process_is_identified() {
     assert!(row["agent"].is_null(), "{row}");
     env.wait_row(&tmux, &pane, "agent", "claude", 20);
 }
+
+/// Regression: the config read the environment with `std::env::vars()`, which panics on a
+/// variable that is not UTF-8: any such variable in the person's environment stopped
+/// `thinkterm-sidecar config` and the daemon at start. A bad value for one of our keys is a
+/// warning; the range check applies to the environment too.
+#[test]
+fn a_non_utf8_environment_is_read_and_out_of_range_values_are_named() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmux = Tmux::new();
+    let env = Env::new();
+    let out = env
+        .sidecar(&tmux, &["config"])
+        .env(
+            std::ffi::OsStr::from_bytes(b"SOMETHING_ELSE"),
+            std::ffi::OsStr::from_bytes(b"caf\xe9"),
+        )
+        .env("THINKTERM_SOUND", std::ffi::OsStr::from_bytes(b"\xff"))
+        .env("THINKTERM_CAPTURE_DELAY_MS", "5000")
+        .output()
+        .expect("run config");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("sound = true  # default"), "{stdout}");
+    assert!(
+        stdout.contains("capture_delay_ms = 40  # default"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# THINKTERM_DISABLE_SOUND is set"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains(
+            "THINKTERM_CAPTURE_DELAY_MS: capture_delay_ms = 5000 is out of range (0..=2000)"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("THINKTERM_SOUND: sound: expected true or false"),
+        "{stderr}"
+    );
+}
+
+/// A request line longer than the cap is answered with an error that says so and its
+/// connection is closed (the daemon never holds more than the cap for it); a client connected
+/// before and one connecting after are served as ever.
+#[test]
+fn an_oversized_request_line_is_refused_and_the_daemon_keeps_serving() {
+    use std::io::{BufRead, Write};
+    use thinkterm_sidecar::ipc::framing::MAX_REQUEST_LINE;
+    use thinkterm_sidecar::ipc::schema::{Reply, Request};
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("big", None);
+    let env = Env::new();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let sock = daemon_socket(&env);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut before = rt
+        .block_on(thinkterm_sidecar::ipc::Client::connect(&sock))
+        .expect("connect");
+
+    let mut s = std::os::unix::net::UnixStream::connect(&sock).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    // One byte over the cap, and no newline yet: the daemon must not wait for one. The write
+    // may fail once the daemon has closed: what it answered is still there to read.
+    let _ = s.write_all(&vec![b' '; MAX_REQUEST_LINE + 1]);
+    let mut r = std::io::BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).expect("an answer");
+    let reply: Reply = serde_json::from_str(&line).expect("a reply");
+    assert!(
+        matches!(&reply, Reply::Error { message }
+            if message.contains(&format!("request line longer than the {MAX_REQUEST_LINE}-byte cap"))),
+        "{line}"
+    );
+    line.clear();
+    assert_eq!(r.read_line(&mut line).expect("closed"), 0, "{line}");
+
+    let reply = rt
+        .block_on(before.request(&Request::Agents))
+        .expect("still served");
+    assert!(
+        matches!(&reply, Reply::Snapshot { panes, .. } if panes.iter().any(|p| p.pane.to_string() == pane)),
+        "{reply:?}"
+    );
+    assert!(
+        env.pane_row(&tmux, &pane).is_some(),
+        "a new client is served"
+    );
+    drop(d);
+}
+
+/// Regression: `focus` said "Focused" as soon as the commands were sent, whatever tmux then
+/// answered. It now answers once tmux has run them (the pane is active when the command
+/// returns) and fails with tmux's own message when tmux refuses one.
+#[test]
+fn focus_answers_after_tmux_and_reports_a_refusal() {
+    let mut tmux = Tmux::new();
+    let first = tmux.new_session("front", None);
+    let second = tmux
+        .cmd(&["split-window", "-d", "-t", &first, "-P", "-F", "#{pane_id}"])
+        .trim()
+        .to_string();
+    let _person = support::Client::attach(&tmux, "front", 100, 30);
+    let env = Env::new();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "both panes listed", || env.pane_row(&tmux, &second));
+
+    let (code, out, err) = env.run(&tmux, &["focus", &second]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with(&format!("Focused {second} in client ")),
+        "{out}"
+    );
+    let active = tmux.cmd(&["display-message", "-p", "-t", &second, "#{pane_active}"]);
+    assert_eq!(active.trim(), "1", "done means done");
+
+    // tmux now refuses `select-pane` (an alias that cannot take its arguments).
+    tmux.cmd(&[
+        "set-option",
+        "-s",
+        "command-alias[99]",
+        "select-pane=display-message -p refused",
+    ]);
+    let (code, out, err) = env.run(&tmux, &["focus", &first]);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        err.contains(&format!(
+            "tmux refused `select-pane -t {first}`: parse error"
+        )),
+        "{err}"
+    );
+    drop(d);
+}

@@ -653,3 +653,110 @@ fn panes_made_later_are_subscribed_at_the_relist() {
         .await;
     });
 }
+
+/// Quoted arguments reach tmux as given, through the control connection the daemon uses (tmux
+/// 3.3a's parser): `$` anywhere, `~` at a word start, `#`, `{`, `}`, `;`, quotes and
+/// backslashes are all taken literally. `a$b` once came back as `a`, `~/x'` as `$HOME/x'`.
+#[test]
+fn quoted_arguments_reach_tmux_unchanged() {
+    use thinkterm_sidecar::tmux::command::line;
+    let mut tmux = Tmux::new();
+    tmux.new_session("quote", None);
+    let hostile = [
+        "a$b",
+        "$HOME",
+        "x$",
+        "~",
+        "~/x",
+        "~/x'",
+        "a~b",
+        "#x",
+        "#{pane_id}",
+        "{x",
+        "x}",
+        "}",
+        "a;b",
+        ";",
+        "a\\;",
+        "it's $HOME \\",
+        "\"",
+        "'",
+        "a'b\"c$d~e\\f#g{h}i;j",
+        "%if",
+        "%3:pause",
+        "a=b",
+        "é~$",
+        "",
+    ];
+    with_observer(&tmux, async |obs| {
+        for (i, raw) in hostile.iter().enumerate() {
+            let name = format!("@q{i}");
+            obs.command(line(&["set-option", "-g", &name, raw]))
+                .await
+                .unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+            let shown = obs
+                .command(line(&["show-options", "-gv", &name]))
+                .await
+                .unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+            assert_eq!(shown.join("\n"), *raw, "{raw:?} sent as {}", line(&[raw]));
+        }
+    });
+}
+
+/// A focus plan performed on a real control connection reports success only once tmux ran
+/// every command, and tmux's own message when it refused one (`focus` used to say "Focused"
+/// whatever tmux answered).
+#[test]
+fn a_focus_plan_waits_for_tmux_and_reports_its_refusal() {
+    use std::time::Duration;
+    use thinkterm_sidecar::effects::focus::{FocusError, FocusPlan, FOCUS_TIMEOUT};
+    let mut tmux = Tmux::new();
+    let first = tmux.new_session("focus", None);
+    let second = tmux.cmd(&["split-window", "-d", "-t", &first, "-P", "-F", "#{pane_id}"]);
+    let second = second.trim().to_string();
+    let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    with_observer(&tmux, async |obs| {
+        let conn = obs.connection().expect("a connection");
+        let good = FocusPlan {
+            client: "any".into(),
+            commands: vec![argv(&["select-pane", "-t", &second])],
+        };
+        good.start(&conn, FOCUS_TIMEOUT).await.expect("tmux ran it");
+        // Done means done: tmux already shows the pane as active.
+        let active = tmux.cmd(&["display-message", "-p", "-t", &second, "#{pane_active}"]);
+        assert_eq!(active.trim(), "1");
+
+        let bad = FocusPlan {
+            client: "any".into(),
+            commands: vec![
+                argv(&["select-pane", "-t", &first]),
+                argv(&["select-pane", "-t", "%999"]),
+            ],
+        };
+        match bad.start(&conn, FOCUS_TIMEOUT).await {
+            Err(FocusError::Refused { command, message }) => {
+                assert_eq!(command, "select-pane -t %999");
+                assert!(message.contains("can't find pane"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // tmux holds a control client's next command while `run-shell` runs: no answer to it
+        // within the time allowed.
+        let stuck = FocusPlan {
+            client: "any".into(),
+            commands: vec![
+                argv(&["run-shell", "sleep 3"]),
+                argv(&["select-pane", "-t", &first]),
+            ],
+        };
+        match stuck.start(&conn, Duration::from_millis(200)).await {
+            Err(e @ FocusError::Timeout { .. }) => {
+                assert_eq!(
+                    e.to_string(),
+                    format!("tmux did not answer `select-pane -t {first}` within 200 ms")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    });
+}

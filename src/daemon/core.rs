@@ -157,6 +157,10 @@ pub(super) struct Daemon {
     reloading: Option<Vec<mpsc::Sender<Reply>>>,
     /// The slow timer's disk look is in flight.
     looking: bool,
+    /// Requests that came before the first attempt to reach the server ended: answered when it
+    /// has (within [`CONNECT_TIMEOUT`]), so a client that asks right after the daemon started
+    /// sees the server, not an empty list.
+    deferred: Option<Vec<IpcMessage>>,
     /// The grid busy control clients are read on, and the timer that wakes everything.
     pub(super) pacing: Pacing,
 }
@@ -212,6 +216,7 @@ impl Daemon {
             probe_at: None,
             reloading: None,
             looking: false,
+            deferred: Some(Vec::new()),
             pacing,
         }
     }
@@ -400,6 +405,7 @@ impl Daemon {
         match done {
             Done::Connected(c) => {
                 self.link.connecting = false;
+                let deferred = self.deferred.take();
                 match *c {
                     Ok(c) => self.attached(now, c),
                     Err(e) => {
@@ -409,6 +415,9 @@ impl Daemon {
                         }
                         self.link.retry(now.at);
                     }
+                }
+                for m in deferred.into_iter().flatten() {
+                    self.on_ipc(now, m);
                 }
             }
             Done::Relisted(gen, r) => {
@@ -852,6 +861,10 @@ impl Daemon {
 
     /// A request on the socket.
     pub(super) fn on_ipc(&mut self, now: Now, m: IpcMessage) {
+        if let Some(waiting) = &mut self.deferred {
+            waiting.push(m);
+            return;
+        }
         let reply = match m.request {
             Request::Agents => self.snapshot(now),
             Request::Subscribe => {

@@ -1,10 +1,11 @@
 //! Accepts connections on the daemon's socket and turns each request line into a message for
 //! the daemon's core loop, which owns all state and answers through a channel.
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
+use crate::ipc::framing::{self, FrameError};
 use crate::ipc::schema::{Reply, Request};
 use crate::ipc::write_reply;
 
@@ -19,7 +20,9 @@ pub struct IpcMessage {
 
 /// Serves the socket until the listener fails. Each connection may send any number of
 /// requests, also after `Subscribe` (the panel subscribes and then asks for Focus on the same
-/// connection): one writer task per connection interleaves every request's replies.
+/// connection): one writer task per connection interleaves every request's replies. A request
+/// line longer than [`framing::MAX_REQUEST_LINE`] is answered with an error and the connection
+/// is closed once that error is written.
 pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -29,20 +32,47 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
         let core = core.clone();
         tokio::spawn(async move {
             let (r, mut w) = stream.into_split();
-            let (out_tx, mut out_rx) = mpsc::channel::<Reply>(1024);
+            let (out_tx, mut out_rx) = mpsc::channel::<Reply>(super::bus::QUEUE);
+            let close = std::sync::Arc::new(tokio::sync::Notify::new());
+            let closed = close.clone();
             tokio::spawn(async move {
-                while let Some(reply) = out_rx.recv().await {
-                    if write_reply(&mut w, &reply).await.is_err() {
-                        return;
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = closed.notified() => {
+                            // What is queued (the error last) still goes out, then the socket
+                            // closes.
+                            while let Ok(reply) = out_rx.try_recv() {
+                                if write_reply(&mut w, &reply).await.is_err() {
+                                    break;
+                                }
+                            }
+                            return;
+                        }
+                        reply = out_rx.recv() => match reply {
+                            Some(reply) if write_reply(&mut w, &reply).await.is_ok() => {}
+                            _ => return,
+                        },
                     }
                 }
             });
-            let mut lines = BufReader::new(r).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if line.trim().is_empty() {
+            let mut reader = BufReader::new(r);
+            let mut line = Vec::new();
+            loop {
+                match framing::read_line_async(&mut reader, framing::REQUEST, &mut line).await {
+                    Ok(true) => {}
+                    Err(e @ FrameError::TooLong { .. }) => {
+                        let message = format!("bad request: {e}; closing the connection");
+                        let _ = out_tx.send(Reply::Error { message }).await;
+                        close.notify_one();
+                        return;
+                    }
+                    Ok(false) | Err(_) => return,
+                }
+                if line.trim_ascii().is_empty() {
                     continue;
                 }
-                let request: Request = match serde_json::from_str(&line) {
+                let request: Request = match serde_json::from_slice(&line) {
                     Ok(r) => r,
                     Err(e) => {
                         let _ = out_tx

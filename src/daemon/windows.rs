@@ -14,7 +14,6 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::core::Daemon;
-use super::TMUX_REPLY_TIMEOUT;
 use crate::clock::Now;
 use crate::effects::background::ClientView;
 use crate::effects::focus::{self, FocusTarget};
@@ -337,8 +336,9 @@ impl Daemon {
     }
 
     /// Brings a pane to the front in a client (S5.9, S6.7). The commands go out now; `reply`
-    /// gets the outcome once tmux has answered each of them (within [`TMUX_REPLY_TIMEOUT`]),
-    /// without the core loop waiting for it. Without `reply` the outcome is logged.
+    /// gets the outcome once tmux has answered each of them (within
+    /// [`focus::FOCUS_TIMEOUT`]), without the core loop waiting for it. Without `reply` the
+    /// outcome is logged.
     pub(super) fn focus(
         &mut self,
         now: Now,
@@ -364,25 +364,13 @@ impl Daemon {
             Ok(p) => p,
             Err(e) => return answer(Err(e), reply),
         };
-        let replies: Vec<_> = plan
-            .commands
-            .iter()
-            .map(|argv| conn.start(line(&argv.iter().map(String::as_str).collect::<Vec<_>>())))
-            .collect();
+        let done = plan.start(&conn, focus::FOCUS_TIMEOUT);
         self.link.relist_soon(now.at);
         tokio::spawn(async move {
-            let done = tokio::time::timeout(TMUX_REPLY_TIMEOUT, async {
-                for r in replies {
-                    r.await.map_err(|e| e.to_string())?;
-                }
-                Ok::<_, String>(())
-            })
-            .await;
-            let r = match done {
-                Ok(Ok(())) => Ok(format!("Focused {pane} in client {}.", plan.client)),
-                Ok(Err(e)) => Err(format!("tmux refused: {e}")),
-                Err(_) => Err(format!("tmux did not answer within {TMUX_REPLY_TIMEOUT:?}")),
-            };
+            let r = done
+                .await
+                .map(|()| format!("Focused {pane} in client {}.", plan.client))
+                .map_err(|e| e.to_string());
             answer(r, reply);
         });
     }

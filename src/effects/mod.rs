@@ -18,9 +18,6 @@ pub mod notification;
 pub mod sound;
 pub mod throttle;
 
-/// The environment variable that silences every sound and stops notifications (S6.4).
-pub const DISABLE_SOUND_ENV: &str = "THINKTERM_DISABLE_SOUND";
-
 /// What the effects may do, after the environment rule is applied over the config.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Enabled {
@@ -45,9 +42,10 @@ impl Enabled {
     }
 }
 
-/// Whether `THINKTERM_DISABLE_SOUND` is set in this process's environment (any value, even empty).
+/// Whether `THINKTERM_DISABLE_SOUND` is set in this process's environment (any value, even
+/// empty): [`crate::config::sound_disabled_by_env`], where the rule lives.
 pub fn disabled_by_env() -> bool {
-    std::env::var_os(DISABLE_SOUND_ENV).is_some()
+    crate::config::sound_disabled_by_env()
 }
 
 #[cfg(test)]

@@ -6,8 +6,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::ids::{PaneId, WindowId};
 use crate::state::Subtask;
 use crate::state::{AgentState, BlockedKind};
@@ -21,30 +19,8 @@ pub const APP_NAME: &str = "thinkterm";
 /// The desktop file looked for (`applications/thinkterm-sidecar.desktop`).
 pub const DESKTOP_ENTRY: &str = "thinkterm-sidecar";
 
-/// S5.3's four display switches; all on by default. In the config as a table of booleans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DisplaySwitches {
-    /// What the program does, has finished, or why it stopped (its `msg`).
-    pub description: bool,
-    /// What a blocked program waits for (permission, question, sign-in).
-    pub waiting_reason: bool,
-    /// Reported progress.
-    pub progress: bool,
-    /// Subtasks, as a counting line.
-    pub subtasks: bool,
-}
-
-impl Default for DisplaySwitches {
-    fn default() -> Self {
-        DisplaySwitches {
-            description: true,
-            waiting_reason: true,
-            progress: true,
-            subtasks: true,
-        }
-    }
-}
+/// S5.3's four display switches: a config table, declared with the other keys.
+pub use crate::config::DisplaySwitches;
 
 /// Why a notification is sent (S6.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

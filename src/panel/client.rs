@@ -1,15 +1,14 @@
-//! The panel's side of the daemon's socket: one connection speaking JSON lines
-//! ([`Request`] out, [`Reply`] in), with a cap on line length so a broken peer cannot make the
-//! panel grow without bound. A line that does not parse is skipped with a warning.
+//! The panel's side of the daemon's socket: one blocking connection speaking the socket's
+//! JSON lines ([`Request`] out, [`Reply`] in) through [`crate::ipc::framing`], whose cap on line
+//! length keeps a broken peer from making the panel grow without bound. A line that does not
+//! parse is skipped with a warning.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
+use crate::ipc::framing::{self, FrameError};
 use crate::ipc::schema::{Reply, Request};
-
-/// Longest reply line accepted (a snapshot of a very large server fits easily).
-pub const MAX_LINE: u64 = 16 * 1024 * 1024;
 
 /// One connection to the daemon.
 #[derive(Debug)]
@@ -41,30 +40,22 @@ impl Connection {
         send_to(&mut self.writer, req)
     }
 
-    /// The next reply; `None` when the daemon closed the connection.
+    /// The next reply; `None` when the daemon closed the connection. A line longer than
+    /// [`framing::MAX_REPLY_LINE`] is an error that says so.
     pub fn next_reply(&mut self) -> io::Result<Option<Reply>> {
         loop {
-            self.line.clear();
-            let n = (&mut self.reader)
-                .take(MAX_LINE)
-                .read_until(b'\n', &mut self.line)?;
-            if n == 0 {
+            if !framing::read_line(&mut self.reader, framing::REPLY, &mut self.line)? {
                 return Ok(None);
             }
-            if self.line.last() != Some(&b'\n') && n as u64 == MAX_LINE {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "reply line too long",
-                ));
-            }
-            let text = String::from_utf8_lossy(&self.line);
-            let text = text.trim();
-            if text.is_empty() {
+            if self.line.trim_ascii().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Reply>(text) {
+            match framing::REPLY.decode::<Reply>(&self.line) {
                 Ok(r) => return Ok(Some(r)),
-                Err(e) => tracing::warn!(error = %e, "panel: skipping a reply that does not parse"),
+                Err(FrameError::Json { source, .. }) => {
+                    tracing::warn!(error = %source, "panel: skipping a reply that does not parse")
+                }
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -72,8 +63,7 @@ impl Connection {
 
 /// Writes one request as a JSON line on `w`.
 pub fn send_to(w: &mut impl Write, req: &Request) -> io::Result<()> {
-    let mut line = serde_json::to_vec(req).map_err(io::Error::other)?;
-    line.push(b'\n');
+    let line = framing::REQUEST.encode(req)?;
     w.write_all(&line)?;
     w.flush()
 }

@@ -1,0 +1,86 @@
+//! Every config key, written once: its doc, type, default and, for a number, the range it
+//! accepts. [`settings!`](super::setting) makes the structs, their defaults, the list of known
+//! keys and the setter from this; the file, the environment, `thinkterm-sidecar config` and the
+//! "did you mean" hints all read that list.
+//!
+//! The ranges keep every value one the daemon can use as it is: no timer faster than the read
+//! grid can serve, none so slow that the feature looks broken, and no product that overflows.
+
+use serde::{Deserialize, Serialize};
+
+use super::setting::settings;
+use std::path::PathBuf;
+
+/// Longest `read_batch_ms`: output read later than this would delay what it reports.
+pub const MAX_READ_BATCH_MS: u64 = 200;
+
+/// Highest `flood_pause_kib_s` (1 GiB/s): in bytes per second (× 1024) it stays far below
+/// `u64::MAX`, so the daemon's `flood_pause_kib_s * 1024` cannot overflow.
+pub const MAX_FLOOD_PAUSE_KIB_S: u64 = 1 << 20;
+
+settings! {
+    /// S5.3's four display switches; all on by default. In the config as the `[display]` table
+    /// of booleans; the panel's view options hold the same four.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct DisplaySwitches {
+        /// What the program does, has finished, or why it stopped (its `msg`).
+        description: bool = true;
+        /// What a blocked program waits for (permission, question, sign-in).
+        waiting_reason: bool = true;
+        /// Reported progress.
+        progress: bool = true;
+        /// Subtasks, as a counting line.
+        subtasks: bool = true;
+    }
+}
+
+/// The four display switches of S5.3 (description, waiting reason, progress, subtasks).
+pub type Display = DisplaySwitches;
+
+settings! {
+    /// The effective configuration.
+    #[derive(Clone, Debug, PartialEq, Serialize)]
+    pub struct Config {
+        /// S1.2: detection on; when off only native escape sequences drive window marks.
+        agent_status_detection: bool = true;
+        /// S6.3: sounds on.
+        sound: bool = true;
+        /// S6.3: desktop notifications on.
+        system_notifications: bool = true;
+        /// S6.6: always decide "in the background" by "not the current window of any client",
+        /// even when tmux knows focus.
+        notify_without_focus: bool = false;
+        /// File played for `done` (None, or an empty string in the config: the bundled chime).
+        sound_done: Option<PathBuf> = None;
+        /// File played for `waiting` (None, or an empty string in the config: the bundled chime).
+        sound_waiting: Option<PathBuf> = None;
+        /// Animate the status-line spinner while something runs.
+        spinner: bool = true;
+        /// Spinner frame interval in milliseconds (rounded to the read grid). Every frame
+        /// redraws the status line of every attached client, over ssh too: 5 frames a second by
+        /// default, at most 20; one frame in 5 s is still a sign of life.
+        spinner_interval_ms: u64 = 200, range 50..=5000;
+        /// How long output may settle before a dirty pane is captured, in milliseconds (up to
+        /// 2 s: a later capture would show a state long after it began).
+        capture_delay_ms: u64 = 40, range 0..=2000;
+        /// Shortest time between two captures of a pane that keeps drawing, in milliseconds
+        /// (at least 20: one capture per redraw would cost more than the redraw; at most 5 s).
+        capture_interval_ms: u64 = 100, range 20..=5000;
+        /// Seconds between slow re-probes of foreground processes (at most an hour).
+        probe_interval_s: u64 = 10, range 1..=3600;
+        /// While panes keep writing, read their control client every this many milliseconds
+        /// instead of at every write; capture rounds and spinner frames land on the same grid,
+        /// at half this step (0: read every write at once).
+        read_batch_ms: u64 = 100, range 0..=MAX_READ_BATCH_MS;
+        /// A pane with no agent, report or variable that writes more than this many KiB per
+        /// second has its copy of the output paused in the sidecar's control client (0: never).
+        flood_pause_kib_s: u64 = 256, range 0..=MAX_FLOOD_PAUSE_KIB_S;
+        /// Set tmux user options for the status line.
+        status_line: bool = true;
+        /// Log filter (`warn`, `info`, `debug`, or a tracing filter).
+        log: String = "info".into();
+        /// The display switches.
+        display: Display = Display::default();
+    }
+}
