@@ -87,6 +87,9 @@ fn main() {
             Command::Panel { .. } => Ok(()),
         }
     });
+    // Blocking work still running (a probe stuck reading /proc, a write) must not keep the
+    // process alive: the daemon's state is already handed off.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
     if let Err(e) = result {
         let code = e.downcast_ref::<Fatal>().map(|f| f.code).unwrap_or(1);
         eprintln!("thinkterm-sidecar: {e:#}");

@@ -481,6 +481,33 @@ mod tests {
         }
     }
 
+    /// Regression: after output was skipped (a `%continue`, the end of a flood pause), a
+    /// sequence left half open swallowed the text that followed, and the next title with it.
+    #[test]
+    fn a_sequence_left_open_by_skipped_output_does_not_swallow_what_follows() {
+        let t = Instant::now();
+        let now = Now::fake(t, 1_000_000);
+        let feed = |p: &mut PaneEntry, bytes: &[u8]| {
+            p.on_output(now, &Escaped::from_raw(bytes), true);
+        };
+        // What came after the skip: a prompt, then a bell.
+        let mut skipped = PaneEntry::new(1, t, 0);
+        feed(&mut skipped, b"\x1b]0;half a ti");
+        skipped.output_skipped();
+        feed(&mut skipped, b"user@host:~$ ");
+        feed(&mut skipped, b"\x07");
+        assert_eq!(skipped.signals.title(), None);
+        feed(&mut skipped, b"\x1b]2;next title\x07");
+        assert_eq!(skipped.signals.title(), Some("next title"));
+        // Without the reset the prompt and the bell close the open title: a title made of the
+        // piece before the skip and the text after it (what the fix prevents).
+        let mut open = PaneEntry::new(1, t, 0);
+        feed(&mut open, b"\x1b]0;half a ti");
+        feed(&mut open, b"user@host:~$ ");
+        feed(&mut open, b"\x07");
+        assert_eq!(open.signals.title(), Some("half a tiuser@host:~$ "));
+    }
+
     proptest! {
         #[test]
         fn skipping_text_before_an_esc_loses_no_signal(

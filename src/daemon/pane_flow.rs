@@ -1,0 +1,257 @@
+//! How a pane's events flow through the daemon: output and structure from the observer,
+//! probe answers, captured screens, flood pauses; each turned into the pane's state machine's
+//! inputs, and the state machine's effects into the rollup, the status line and the event bus.
+
+use super::core::Daemon;
+use super::flood::FloodAction;
+use super::panes::PaneEntry;
+use super::prober::Probed;
+use crate::clock::Now;
+use crate::ids::PaneId;
+use crate::ipc::schema::{Reply, StateEvent};
+use crate::pane::{PaneChange, PaneEffect};
+use crate::thread::RollupInput;
+use crate::tmux::connection::CommandError;
+use crate::tmux::observer::Observed;
+
+impl Daemon {
+    /// What the observer saw.
+    pub(super) fn on_observed(&mut self, now: Now, o: Observed) {
+        match o {
+            Observed::Output { pane, data } => {
+                let detection = self.config.config.agent_status_detection;
+                let Some(p) = self.panes.get_mut(&pane) else {
+                    return;
+                };
+                let out = p.on_output(now, &data, detection);
+                let wants = p.wants_capture();
+                let flood = p.flood.on_output(now.at, data.wire_len(), p.unread());
+                if let Some(a) = flood {
+                    self.flood_action(pane, a);
+                }
+                self.on_pane_effects(now, pane, out.effects);
+                if out.probe {
+                    self.request_probe(now, pane);
+                }
+                if wants {
+                    self.captures.want(pane, now.at);
+                }
+            }
+            Observed::Structure => self.link.relist_soon(now.at),
+            Observed::Clients => self.start_clients(),
+            Observed::Title(_) => {}
+            Observed::Command(pane) => {
+                self.check_respawn(now, pane);
+                // Another program: whatever it writes may matter.
+                if let Some(a) = self.panes.get_mut(&pane).and_then(|p| p.flood.release()) {
+                    self.flood_action(pane, a);
+                }
+                self.request_probe(now, pane);
+            }
+            Observed::Paused(_) => {}
+            Observed::Continued(pane) => {
+                // Output was dropped while paused: look at the screen again.
+                if let Some(p) = self.panes.get_mut(&pane) {
+                    p.output_skipped();
+                    if p.wants_capture() {
+                        self.captures.want(pane, now.at);
+                    }
+                }
+            }
+            Observed::ServerGone => self.server_gone(now),
+        }
+    }
+
+    /// A pane whose first process changed (`respawn-pane -k`) is a new pane: what the old
+    /// program left (state, reports, identity) goes.
+    pub(super) fn check_respawn(&mut self, now: Now, pane: PaneId) {
+        let Some(pid) = self
+            .inventory()
+            .and_then(|i| i.panes.get(&pane))
+            .map(|p| p.pid)
+        else {
+            return;
+        };
+        if self.panes.get(&pane).is_some_and(|p| p.pid != pid) {
+            tracing::debug!(%pane, pid, "pane respawned");
+            let old = self.panes.remove(&pane);
+            self.captures.forget(pane);
+            self.rollup(now, RollupInput::PaneGone(pane));
+            self.add_pane(now, pane, pid);
+            if old.is_some_and(|p| p.flood.is_paused()) {
+                // The new program's output is read from its first byte.
+                self.flood_action(pane, FloodAction::Resume);
+            }
+        }
+    }
+
+    /// Adds entries for new panes (probing them), drops closed ones, renews respawned ones.
+    pub(super) fn sync_panes(&mut self, now: Now) {
+        let Some(inv) = self.inventory() else { return };
+        let gone: Vec<PaneId> = self
+            .panes
+            .keys()
+            .filter(|id| !inv.panes.contains_key(id))
+            .copied()
+            .collect();
+        let found: Vec<PaneId> = inv.panes.keys().copied().collect();
+        for id in gone {
+            self.panes.remove(&id);
+            self.captures.forget(id);
+            self.rollup(now, RollupInput::PaneGone(id));
+        }
+        for id in found {
+            if self.panes.contains_key(&id) {
+                self.check_respawn(now, id);
+            } else if let Some(pid) = self
+                .inventory()
+                .and_then(|i| i.panes.get(&id))
+                .map(|p| p.pid)
+            {
+                self.add_pane(now, id, pid);
+            }
+        }
+    }
+
+    pub(super) fn add_pane(&mut self, now: Now, pane: PaneId, pid: u32) {
+        let limit = self.config.config.flood_pause_kib_s.saturating_mul(1024);
+        self.panes.insert(pane, PaneEntry::new(pid, now.at, limit));
+        self.request_probe(now, pane);
+    }
+
+    /// Asks the probe thread about a pane's foreground.
+    pub(super) fn request_probe(&mut self, now: Now, pane: PaneId) {
+        if let Some(p) = self.panes.get(&pane) {
+            self.prober.request(pane, p.pid, now.at);
+        }
+    }
+
+    /// A probe's answer.
+    pub(super) fn on_probed(&mut self, now: Now, probed: Probed) {
+        self.prober.answered(probed.pane);
+        let pane = probed.pane;
+        let detection = self.config.config.agent_status_detection;
+        let Some(p) = self.panes.get_mut(&pane).filter(|p| p.pid == probed.pid) else {
+            return;
+        };
+        let before = p.agent().map(str::to_string);
+        let fx = p.apply_probe(now, probed, &self.rules.identities, detection);
+        let identified = p.agent().is_some() && p.agent() != before.as_deref();
+        let release = if p.unread() { None } else { p.flood.release() };
+        if identified {
+            // A newly identified agent: look at its screen now.
+            self.captures.want(pane, now.at);
+        }
+        if let Some(a) = release {
+            self.flood_action(pane, a);
+        }
+        self.on_pane_effects(now, pane, fx);
+    }
+
+    /// Probes every pane; unless `full` (the rules changed), an idle shell whose job did not
+    /// change costs one `stat` read (see [`PaneEntry::unchanged`]).
+    pub(super) fn probe_all(&mut self, now: Now, full: bool) {
+        let ids: Vec<PaneId> = self.panes.keys().copied().collect();
+        for id in ids {
+            if full
+                || self
+                    .panes
+                    .get_mut(&id)
+                    .is_some_and(|p| !p.unchanged(now.at, true))
+            {
+                self.request_probe(now, id);
+            }
+        }
+    }
+
+    /// Pauses or resumes our copy of a pane's output (see [`super::flood`]).
+    pub(super) fn flood_action(&mut self, pane: PaneId, action: FloodAction) {
+        let on = action == FloodAction::Resume;
+        tracing::debug!(%pane, on, "flooding pane: output copy {}", if on { "resumed" } else { "paused" });
+        if let Some(obs) = &mut self.link.observer {
+            obs.set_output(pane, on);
+        }
+        if on {
+            // What was skipped may have left a sequence half open.
+            if let Some(p) = self.panes.get_mut(&pane) {
+                p.output_skipped();
+            }
+        } else {
+            self.captures.forget(pane);
+        }
+    }
+
+    /// Acts on what a pane's state machine returned.
+    pub(super) fn on_pane_effects(&mut self, now: Now, pane: PaneId, fx: Vec<PaneEffect>) {
+        for effect in fx {
+            match effect {
+                PaneEffect::Changed(change) => {
+                    self.changed = true;
+                    self.rollup_pane(now, pane, change.new.clone());
+                    if change.is_transition() {
+                        self.emit_event(now, pane, &change);
+                    }
+                }
+                PaneEffect::ProgramExited { pid } => {
+                    tracing::debug!(pane = %pane, pid, "program left the pane");
+                    // S7.4: working/blocked reports end with their program.
+                    if let Some(p) = self.panes.get_mut(&pane) {
+                        let fx = p.end_ongoing(now.at);
+                        self.on_pane_effects(now, pane, fx);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn emit_event(&mut self, now: Now, pane: PaneId, change: &PaneChange) {
+        let Some(info) = self.inventory().and_then(|i| i.panes.get(&pane)) else {
+            return;
+        };
+        let new = &change.new;
+        let ev = StateEvent {
+            time_ms: now.unix_ms_of(new.since),
+            pane,
+            window: info.window,
+            session: info.session,
+            session_name: info.session_name.clone(),
+            window_name: info.window_name.clone(),
+            agent: new.agent.clone().or(change.old.agent.clone()),
+            old: change.old.state,
+            new: new.state,
+            source: new.source,
+            rule: new.rule.clone(),
+            message: new.msg.clone(),
+            kind: new.kind,
+            progress: new.progress,
+            window_mark: self.windows.rollup.mark(info.window),
+        };
+        tracing::debug!(pane = %pane, old = ?ev.old, new = ?ev.new, source = ?ev.source, "state change");
+        self.bus.event(&Reply::Event(ev));
+    }
+
+    /// A capture round's screens arrived: classify them.
+    pub(super) fn on_captured(
+        &mut self,
+        now: Now,
+        screens: Vec<(PaneId, Result<String, CommandError>)>,
+    ) {
+        let mut captured = Vec::with_capacity(screens.len());
+        for (id, r) in screens {
+            let screen = match r {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!(pane = %id, error = %e, "capture failed");
+                    continue;
+                }
+            };
+            let Some(p) = self.panes.get_mut(&id) else {
+                continue;
+            };
+            captured.push(id);
+            let fx = p.classify(now.at, &self.rules.catalog, screen);
+            self.on_pane_effects(now, id, fx);
+        }
+        self.captures.finish(captured);
+    }
+}
