@@ -3,7 +3,7 @@
 //! pure parts (trackers, rollup, schedulers) take `now` as an argument and run on a fake clock in
 //! tests. Unix times for the wire are derived from the same reading.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// One reading of both clocks, taken together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +24,7 @@ impl Now {
     }
 
     /// A reading for tests: `at` with an arbitrary unix time.
+    #[cfg(test)]
     pub fn fake(at: Instant, unix_ms: u64) -> Now {
         Now { at, unix_ms }
     }
@@ -39,7 +40,8 @@ impl Now {
     }
 
     /// This reading `d` later.
-    pub fn after(self, d: Duration) -> Now {
+    #[cfg(test)]
+    pub fn after(self, d: std::time::Duration) -> Now {
         Now {
             at: self.at + d,
             unix_ms: self.unix_ms + d.as_millis() as u64,
@@ -70,6 +72,7 @@ pub fn unix_ms_at(at: Instant, now: Instant, now_unix_ms: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn instants_map_to_unix_time_both_ways() {

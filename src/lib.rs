@@ -23,19 +23,19 @@
 //! - [`cli`]: the command-line interface.
 
 pub mod cli;
-pub mod clock;
+pub(crate) mod clock;
 pub mod config;
 pub mod daemon;
 pub mod effects;
 pub mod ids;
 pub mod ipc;
 pub mod osc;
-pub mod pane;
+pub(crate) mod pane;
 pub mod panel;
-pub mod paths;
+pub(crate) mod paths;
 pub mod process;
 pub mod rules;
 pub mod state;
-pub mod thread;
+pub(crate) mod thread;
 pub mod timer;
 pub mod tmux;

@@ -694,3 +694,67 @@ async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
     }
     assert!(calls.lock().unwrap()[0].summary.contains("waiting for you"));
 }
+
+/// A notification server that takes calls and never answers them.
+struct Hung;
+
+#[zbus::interface(name = "org.freedesktop.Notifications")]
+impl Hung {
+    #[allow(clippy::too_many_arguments)]
+    async fn notify(
+        &self,
+        _app: String,
+        _replaces: u32,
+        _icon: String,
+        _summary: String,
+        _body: String,
+        _actions: Vec<String>,
+        _hints: HashMap<String, OwnedValue>,
+        _timeout: i32,
+    ) -> u32 {
+        std::future::pending::<()>().await;
+        0
+    }
+}
+
+/// Regression: D-Bus calls had no time limit, so a notification server that hangs stalled the
+/// desktop task (and every notification after it) for good. Now the call gives up after the
+/// limit, the outage is reported once, and the task goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_notification_server_is_given_up_on_and_reported() {
+    let bus = Bus::start();
+    let _server = zbus::connection::Builder::address(bus.address.as_str())
+        .expect("address")
+        .name("org.freedesktop.Notifications")
+        .expect("name")
+        .serve_at(PATH, Hung)
+        .expect("serve")
+        .build()
+        .await
+        .expect("server connects");
+    let cfg = DesktopConfig {
+        address: Some(bus.address.clone()),
+        backoff: Duration::ZERO,
+        call_timeout: Duration::from_millis(500),
+    };
+    let (desktop, mut events) = Desktop::spawn(cfg);
+    let started = std::time::Instant::now();
+    let shown = tokio::time::timeout(DEADLINE, desktop.notify(note("stuck")))
+        .await
+        .expect("notify returns instead of hanging");
+    assert_eq!(shown, None);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let ev = tokio::time::timeout(DEADLINE, events.recv())
+        .await
+        .expect("an event")
+        .expect("open");
+    assert!(
+        matches!(&ev, DesktopEvent::Unavailable(why) if why.contains("did not answer")),
+        "{ev:?}"
+    );
+    // The task goes on: the next notification is tried, and given up on the same way.
+    let again = tokio::time::timeout(DEADLINE, desktop.notify(note("again")))
+        .await
+        .expect("the task still answers");
+    assert_eq!(again, None);
+}

@@ -14,8 +14,8 @@ mod tracker;
 mod tests;
 
 pub use input::{
-    ForegroundInput, NativeProgress, PaneInput, ProgressState, ReportState, ReportSummary,
-    ScreenVerdict, UserVarReport,
+    ForegroundInput, NativeProgress, PaneInput, ProgressState, ReportSummary, ScreenVerdict,
+    UserVarReport,
 };
 pub use status::{PaneChange, PaneEffect, PaneStatus};
-pub use tracker::{Tracker, SCREEN_DEBOUNCE};
+pub use tracker::Tracker;

@@ -2,6 +2,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::input::ReportState;
 use super::*;
 use crate::state::AgentState::{self, Blocked, Error, Idle, Working};
 use crate::state::StateSource;

@@ -54,11 +54,6 @@ pub fn window_icon(mark: WindowMark, frame: usize, style: &IconStyle) -> String 
     glyph + &style.reset
 }
 
-/// Whether the spinner must animate (some window is running).
-pub fn needs_animation(marks: impl IntoIterator<Item = WindowMark>) -> bool {
-    marks.into_iter().any(|m| m == WindowMark::Running)
-}
-
 /// The `@thinkterm_summary` of a session: counts of its windows' marks, most urgent first,
 /// zero counts left out, plain text: `N✗` error, `N!` attention, `N~` running, `N✓` done
 /// (e.g. `2! 1~ 3✓`); empty when every window is idle.
@@ -114,7 +109,5 @@ mod tests {
             "2! 1~ 3✓"
         );
         assert_eq!(summary([Idle]), "");
-        assert!(needs_animation([Idle, Running]));
-        assert!(!needs_animation([Idle, Done, Attention]));
     }
 }

@@ -10,7 +10,4 @@ mod rollup;
 #[cfg(test)]
 mod tests;
 
-pub use crate::state::Sound;
-pub use rollup::{
-    NotifyReason, Rollup, RollupEffect, RollupInput, WindowView, DONE_SOUND_MIN_WORK,
-};
+pub use rollup::{NotifyReason, Rollup, RollupEffect, RollupInput};

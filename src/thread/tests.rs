@@ -6,6 +6,7 @@ use super::*;
 use crate::ids::{PaneId, WindowId};
 use crate::pane::PaneStatus;
 use crate::state::AgentState::{self, Blocked, Error, Idle, Working};
+use crate::state::Sound;
 use crate::state::{StateSource, WindowMark};
 
 const W: WindowId = WindowId(1);

@@ -14,6 +14,7 @@
 use std::collections::VecDeque;
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -56,6 +57,10 @@ pub enum CommandError {
     /// tmux answered with `%error`.
     #[error("tmux: {0}")]
     Tmux(String),
+    /// The connection's queue of commands is full: tmux is not reading them (stopped, or far
+    /// behind). The command was not sent.
+    #[error("tmux is not reading commands: {0} already wait")]
+    Busy(usize),
     /// No answer in time (the caller stopped waiting).
     #[error("tmux did not answer within {0:?}")]
     Timeout(std::time::Duration),
@@ -109,6 +114,12 @@ impl Pacing {
     }
 }
 
+/// Commands that may wait for a control client to take them; one more is refused
+/// ([`CommandError::Busy`]) rather than queued without bound while tmux does not read.
+pub const COMMAND_QUEUE: usize = 1024;
+/// Batches of notifications that may wait for the daemon; at this bound a reader waits.
+pub const EVENT_QUEUE: usize = 1024;
+
 /// Most bytes read in one wake-up before the other tasks get a turn.
 const DRAIN_LIMIT: usize = 256 * 1024;
 
@@ -117,9 +128,11 @@ const DRAIN_LIMIT: usize = 256 * 1024;
 #[derive(Clone, Debug)]
 pub struct Connection {
     id: ConnId,
-    commands: mpsc::UnboundedSender<(String, oneshot::Sender<Reply>)>,
+    commands: mpsc::Sender<(String, oneshot::Sender<Reply>)>,
     /// Set by the reader when the client ends.
     exit: Arc<Mutex<Option<String>>>,
+    /// Commands are being dropped because the queue is full (logged once per stall).
+    stalled: Arc<AtomicBool>,
 }
 
 /// Control-client flags: never resize windows, never type into panes.
@@ -133,7 +146,7 @@ impl Connection {
         addr: &ServerAddress,
         session: &str,
         id: ConnId,
-        events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
+        events: mpsc::Sender<(ConnId, ConnEvent)>,
         pacing: Pacing,
     ) -> Result<Connection, AttachError> {
         let name = format!("thinkterm-sidecar-{}-{}", std::process::id(), id.0);
@@ -148,7 +161,7 @@ impl Connection {
         let output = pipe::Receiver::from_owned_fd(attached.output)?;
         let pending: Pending = Arc::new(Mutex::new(Some(VecDeque::new())));
         let awaited_reply = Arc::new(Notify::new());
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(COMMAND_QUEUE);
         let (ready_tx, ready_rx) = oneshot::channel();
         tokio::spawn(write_loop(
             input,
@@ -173,6 +186,7 @@ impl Connection {
             id,
             commands: tx,
             exit,
+            stalled: Arc::default(),
         })
     }
 
@@ -212,10 +226,11 @@ impl Connection {
             Err(CommandError::BadLine)
         } else {
             let (tx, rx) = oneshot::channel();
-            self.commands
-                .send((line, tx))
-                .map(|_| rx)
-                .map_err(|_| CommandError::Closed)
+            match self.commands.try_send((line, tx)) {
+                Ok(()) => Ok(rx),
+                Err(mpsc::error::TrySendError::Full(_)) => Err(CommandError::Busy(COMMAND_QUEUE)),
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(CommandError::Closed),
+            }
         };
         async move {
             let reply = sent?.await.map_err(|_| CommandError::Closed)?;
@@ -232,8 +247,29 @@ impl Connection {
     /// Sends one command without waiting for its reply (status-line options, focus): the reply
     /// is read and dropped. Refuses empty and multi-line commands like [`Connection::command`].
     pub fn send(&self, line: impl Into<String>) {
-        // `start` sends at once; dropping its future drops only the wait for the reply.
-        drop(self.start_body(line.into()));
+        let line = line.into();
+        if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
+            tracing::debug!(line, "refusing an empty or multi-line command");
+            return;
+        }
+        // Nobody waits for this reply: the reader reads and drops it.
+        let (tx, _) = oneshot::channel();
+        match self.commands.try_send((line, tx)) {
+            Ok(()) => {
+                if self.stalled.swap(false, Ordering::Relaxed) {
+                    tracing::info!(conn = self.id.0, "tmux takes commands again");
+                }
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if !self.stalled.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        conn = self.id.0,
+                        "tmux is not reading commands ({COMMAND_QUEUE} wait): status-line updates are dropped until it does"
+                    );
+                }
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
+        }
     }
 
     /// Whether the client is still running.
@@ -244,7 +280,7 @@ impl Connection {
 
 async fn write_loop(
     mut stdin: pipe::Sender,
-    mut rx: mpsc::UnboundedReceiver<(String, oneshot::Sender<Reply>)>,
+    mut rx: mpsc::Receiver<(String, oneshot::Sender<Reply>)>,
     pending: Pending,
     ready: oneshot::Receiver<()>,
     awaited_reply: Arc<Notify>,
@@ -330,7 +366,7 @@ struct Reader {
     stdout: Stdout,
     pending: Pending,
     id: ConnId,
-    events: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
+    events: mpsc::Sender<(ConnId, ConnEvent)>,
     /// Told when tmux has answered the attach (commands may go out).
     ready: Option<oneshot::Sender<()>>,
     pacing: Pacing,
@@ -407,10 +443,14 @@ impl Reader {
                     break;
                 }
             }
+            // At the bound the reader waits (tmux keeps what it has not written for this client):
+            // the daemon takes batches far faster than tmux produces them, and floods that
+            // nothing reads are paused.
             if !batch.is_empty()
                 && self
                     .events
                     .send((self.id, ConnEvent::Batch(batch)))
+                    .await
                     .is_err()
             {
                 break 'read;
@@ -439,7 +479,10 @@ impl Reader {
         if let Ok(mut e) = self.exit.lock() {
             e.clone_from(&exit_reason);
         }
-        let _ = self.events.send((self.id, ConnEvent::Closed(exit_reason)));
+        let _ = self
+            .events
+            .send((self.id, ConnEvent::Closed(exit_reason)))
+            .await;
     }
 }
 

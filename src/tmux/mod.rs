@@ -4,12 +4,12 @@
 //! whole server ([`observer`]).
 //! Owns: the tmux wire; does not own: what the panes' contents mean.
 
-pub mod attach;
+pub(crate) mod attach;
 pub mod command;
 pub mod connection;
 pub mod escape;
 pub mod grid;
-pub mod imsg;
+pub(crate) mod imsg;
 pub mod inventory;
 pub mod observer;
 pub mod protocol;

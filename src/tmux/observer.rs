@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::attach::AttachError;
 use super::command::{format_of, quote};
-use super::connection::{CommandError, ConnEvent, ConnId, Connection, Pacing};
+use super::connection::{CommandError, ConnEvent, ConnId, Connection, Pacing, EVENT_QUEUE};
 use super::escape::Escaped;
 use super::inventory::{
     list_clients_command, list_panes_command, list_sessions_command, parse_clients, parse_panes,
@@ -112,8 +112,8 @@ pub struct Observer {
     conns: BTreeMap<SessionId, Connection>,
     by_id: HashMap<ConnId, SessionId>,
     next_id: u64,
-    tx: mpsc::UnboundedSender<(ConnId, ConnEvent)>,
-    rx: mpsc::UnboundedReceiver<(ConnId, ConnEvent)>,
+    tx: mpsc::Sender<(ConnId, ConnEvent)>,
+    rx: mpsc::Receiver<(ConnId, ConnEvent)>,
     inventory: Inventory,
     /// Notifications received but not yet reported.
     queued: std::collections::VecDeque<(ConnId, Notification)>,
@@ -157,11 +157,10 @@ impl Observer {
             .lines()
             .find_map(SessionId::parse)
             .ok_or_else(|| ObserveError::NoSessions(addr.socket.clone()))?;
-        // Unbounded: a reader must never wait for the daemon, because the daemon may be waiting
-        // for a reply that sits behind that reader's notifications (a deadlock, seen with a
-        // flooding pane). The queue stays short: the daemon drains bytes far faster than tmux
-        // produces them, and floods that nothing reads are paused (`set_output`).
-        let (tx, rx) = mpsc::unbounded_channel();
+        // Bounded: at the bound a reader waits. Whoever awaits a reply drains the channel
+        // meanwhile ([`Observer::drain_until`] here, the daemon's loop later), so a reply that
+        // sits behind notifications is always reached.
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
         let mut obs = Observer {
             addr,
             conns: BTreeMap::new(),
@@ -179,13 +178,11 @@ impl Observer {
         };
         obs.attach(first).await?;
         // Server-wide formats, read through a command that needs no attached client.
-        let body = match obs
-            .command(format!(
-                "list-sessions -F '{}'",
-                format_of(&["pid", "start_time"])
-            ))
-            .await
-        {
+        let list = obs.start_command(format!(
+            "list-sessions -F '{}'",
+            format_of(&["pid", "start_time"])
+        ));
+        let body = match obs.drain_until(list).await {
             Err(CommandError::Closed) => {
                 let reason = obs.conns.values().find_map(|c| c.exit_reason());
                 return Err(ObserveError::Ended(
@@ -204,21 +201,52 @@ impl Observer {
     /// `client-focus-in`/`-out` hooks (with `focus-events on`). Ours bump a global user option
     /// that a subscription watches, so focus changes reach us within tmux's one-second
     /// subscription check, without polling.
-    async fn install_focus_hooks(&self) {
+    async fn install_focus_hooks(&mut self) {
         for hook in ["client-focus-in", "client-focus-out"] {
             let cmd = format!(
                 "set-hook -g {hook}[{HOOK_INDEX}] {}",
                 quote("set-option -gF @thinkterm_focus '#{e|+:#{@thinkterm_focus},1}'")
             );
-            if let Err(e) = self.command(cmd).await {
+            let reply = self.start_command(cmd);
+            if let Err(e) = self.drain_until(reply).await {
                 tracing::debug!(error = %e, hook, "cannot install focus hook");
+            }
+        }
+    }
+
+    /// A command's answer, as a future that does not hold the observer.
+    fn start_command(&self, line: String) -> Query<Vec<String>> {
+        match self.any_connection() {
+            Ok(c) => Box::pin(c.start(line)),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
+    /// Awaits `fut` while taking in what the control clients send meanwhile (queued for
+    /// [`Observer::next`]): a reader waiting at the channel's bound must never hold up the
+    /// reply `fut` waits for.
+    async fn drain_until<T>(&mut self, fut: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                out = &mut fut => return out,
+                Some((id, ev)) = self.rx.recv() => match ev {
+                    ConnEvent::Batch(notes) => {
+                        self.queued.extend(notes.into_iter().map(|n| (id, n)));
+                    }
+                    closed => {
+                        if let Some(o) = self.on_event(id, closed) {
+                            self.found.push_back(o);
+                        }
+                    }
+                },
             }
         }
     }
 
     /// Removes what the sidecar installed in the server (the focus hooks); the control clients
     /// detach when the observer is dropped.
-    pub async fn uninstall(&self) {
+    pub async fn uninstall(&mut self) {
         for line in self.uninstall_commands() {
             let _ = self.command(line).await;
         }
@@ -366,9 +394,9 @@ impl Observer {
     }
 
     /// Sends a command on one of the control connections and returns its reply body.
-    pub async fn command(&self, line: impl Into<String>) -> Result<Vec<String>, CommandError> {
-        let line = line.into();
-        self.any_connection()?.command(line).await
+    pub async fn command(&mut self, line: impl Into<String>) -> Result<Vec<String>, CommandError> {
+        let reply = self.start_command(line.into());
+        self.drain_until(reply).await
     }
 
     /// A clone of a live connection, for callers that want to await a command without holding
@@ -381,7 +409,8 @@ impl Observer {
     /// connection), then attaches or drops control clients so that there is exactly one per
     /// session group. [`Observer::start_relist`] and [`Observer::apply_relist`] in one await.
     pub async fn refresh(&mut self) -> Result<(), ObserveError> {
-        let lists = self.start_relist().await?;
+        let relist = self.start_relist();
+        let lists = self.drain_until(relist).await?;
         self.apply_relist(lists);
         self.attach_missing().await;
         Ok(())
@@ -487,7 +516,8 @@ impl Observer {
 
     /// Re-lists only the clients, in one await.
     pub async fn refresh_clients(&mut self) -> Result<(), ObserveError> {
-        let clients = self.start_clients().await?;
+        let query = self.start_clients();
+        let clients = self.drain_until(query).await?;
         self.apply_clients(clients);
         Ok(())
     }
@@ -505,7 +535,8 @@ impl Observer {
         &mut self,
         panes: &[PaneId],
     ) -> Vec<(PaneId, Result<String, CommandError>)> {
-        self.start_captures(panes).await
+        let screens = self.start_captures(panes);
+        self.drain_until(screens).await
     }
 
     /// [`Observer::capture_many`] without holding the observer: the commands go out now, and

@@ -40,9 +40,26 @@ impl ServerAddress {
         vec!["-S".into(), self.socket.display().to_string()]
     }
 
-    /// Whether a server answers on the socket (a connect, no process spawned).
+    /// Whether a server listens on the socket (a connect, no process spawned). Non-blocking: a
+    /// stopped server whose backlog is full counts as alive instead of holding the caller.
     pub fn is_alive(&self) -> bool {
-        std::os::unix::net::UnixStream::connect(&self.socket).is_ok()
+        use rustix::io::Errno;
+        use rustix::net::{connect, socket_with, AddressFamily, SocketAddrUnix, SocketFlags};
+        let Ok(fd) = socket_with(
+            AddressFamily::UNIX,
+            rustix::net::SocketType::STREAM,
+            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            None,
+        ) else {
+            return false;
+        };
+        let Ok(addr) = SocketAddrUnix::new(self.socket.as_path()) else {
+            return false;
+        };
+        match connect(&fd, &addr) {
+            Ok(()) => true,
+            Err(e) => e == Errno::AGAIN || e == Errno::INPROGRESS,
+        }
     }
 
     /// A short, stable, file-name-safe key for this server: `NAME-HASH`.
@@ -103,6 +120,20 @@ fn is_executable(p: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listening_socket_is_alive_and_a_stale_one_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sock");
+        let addr = ServerAddress {
+            socket: path.clone(),
+        };
+        assert!(!addr.is_alive(), "no socket");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        assert!(addr.is_alive());
+        drop(listener);
+        assert!(!addr.is_alive(), "a socket file nobody listens on");
+    }
 
     #[test]
     fn explicit_path_wins_and_keys_are_stable() {
