@@ -144,3 +144,20 @@ pub enum Sound {
     /// A pane began waiting for a decision.
     Waiting,
 }
+
+/// What a program reported about its work (S7: the status report's `msg`, `title`, `kind`,
+/// `progress` and subtasks), kept as one piece from the records table to the pane's published
+/// status; the wire rows, events and notifications are cut from it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The one-line message.
+    pub msg: Option<String>,
+    /// The heading.
+    pub title: Option<String>,
+    /// What a blocked program waits for.
+    pub kind: Option<BlockedKind>,
+    /// Progress 0..=100.
+    pub progress: Option<u8>,
+    /// Every subtask record.
+    pub subtasks: Vec<Subtask>,
+}

@@ -221,9 +221,9 @@ impl Daemon {
             new: new.state,
             source: new.source,
             rule: new.rule.clone(),
-            message: new.msg.clone(),
-            kind: new.kind,
-            progress: new.progress,
+            message: new.report.msg.clone(),
+            kind: new.report.kind,
+            progress: new.report.progress,
             window_mark: self.windows.rollup.mark(info.window),
         };
         tracing::debug!(pane = %pane, old = ?ev.old, new = ?ev.new, source = ?ev.source, "state change");

@@ -422,12 +422,12 @@ fn native_progress(p: Progress) -> Option<NativeProgress> {
 fn summarize(records: &Records) -> Option<ReportSummary> {
     let eff = records.effective()?;
     let mut s = ReportSummary::new(eff.state());
-    s.kind = eff.kind();
-    s.progress = eff.progress();
-    s.msg = eff.msg().map(str::to_string);
-    s.title = eff.title().map(str::to_string);
     s.app = eff.app.map(str::to_string);
-    s.subtasks = records
+    s.report.kind = eff.kind();
+    s.report.progress = eff.progress();
+    s.report.msg = eff.msg().map(str::to_string);
+    s.report.title = eff.title().map(str::to_string);
+    s.report.subtasks = records
         .subtasks()
         .map(|r| Subtask {
             id: r

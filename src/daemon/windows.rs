@@ -306,7 +306,11 @@ impl Daemon {
                     .map(|p| p.id)
             })
             .unwrap_or(info.id);
-        let status = self.panes.get(&pane).map(|p| p.tracker.status().clone());
+        let report = self
+            .panes
+            .get(&pane)
+            .map(|p| p.tracker.status().report.clone())
+            .unwrap_or_default();
         let kind = match reason {
             NotifyReason::Finished => NoteKind::Done,
             NotifyReason::Waiting => NoteKind::Blocked,
@@ -317,10 +321,10 @@ impl Daemon {
             window,
             pane,
             kind,
-            message: message.or_else(|| status.as_ref().and_then(|s| s.msg.clone())),
-            waiting: status.as_ref().and_then(|s| s.kind),
-            progress: status.as_ref().and_then(|s| s.progress),
-            subtasks: status.map(|s| s.subtasks).unwrap_or_default(),
+            message: message.or(report.msg),
+            waiting: report.kind,
+            progress: report.progress,
+            subtasks: report.subtasks,
         };
         let clients = client_views(inv);
         if let Some(note) = self.notifier.offer(now.at, &clients, &input) {

@@ -2,8 +2,7 @@
 //! probe, the rule engine and the escape-sequence parsers found into these; nothing here depends
 //! on those modules, so the core stays testable on its own.
 
-use crate::state::Subtask;
-use crate::state::{AgentState, BlockedKind};
+use crate::state::{AgentState, Report};
 
 /// One input to a pane's state machine. Each carries the whole current value of its source
 /// (not a delta): the tracker keeps the latest of each and re-decides from all of them.
@@ -63,18 +62,10 @@ pub use crate::osc::records::RecordState as ReportState;
 pub struct ReportSummary {
     /// Its state.
     pub state: ReportState,
-    /// What a blocked program waits for.
-    pub kind: Option<BlockedKind>,
-    /// Progress 0..=100.
-    pub progress: Option<u8>,
-    /// The one-line message.
-    pub msg: Option<String>,
-    /// The heading.
-    pub title: Option<String>,
     /// The program's short name: names the agent when nothing else does.
     pub app: Option<String>,
-    /// Every subtask record.
-    pub subtasks: Vec<Subtask>,
+    /// What it reported about its work.
+    pub report: Report,
 }
 
 impl ReportSummary {
@@ -82,12 +73,8 @@ impl ReportSummary {
     pub fn new(state: ReportState) -> Self {
         ReportSummary {
             state,
-            kind: None,
-            progress: None,
-            msg: None,
-            title: None,
             app: None,
-            subtasks: Vec::new(),
+            report: Report::default(),
         }
     }
 }

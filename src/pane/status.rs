@@ -2,8 +2,7 @@
 
 use std::time::Instant;
 
-use crate::state::{AgentState, BlockedKind};
-use crate::state::{StateSource, Subtask};
+use crate::state::{AgentState, Report, StateSource};
 
 /// The published, arbitrated status of one pane.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,16 +15,8 @@ pub struct PaneStatus {
     pub source: StateSource,
     /// The screen rule that decided, when one did.
     pub rule: Option<String>,
-    /// What the program reports doing (status report `msg`).
-    pub msg: Option<String>,
-    /// The report's heading.
-    pub title: Option<String>,
-    /// What a blocked program waits for.
-    pub kind: Option<BlockedKind>,
-    /// Progress 0..=100 (status report or OSC 9;4).
-    pub progress: Option<u8>,
-    /// Subtasks of a reporting program.
-    pub subtasks: Vec<Subtask>,
+    /// What the program reports about its work; `progress` also from OSC 9;4.
+    pub report: Report,
     /// A status report said `done` and nobody has seen it yet.
     pub unseen_result: bool,
     /// The state or the agent last changed at this instant (time in state).
@@ -40,11 +31,7 @@ impl PaneStatus {
             state: None,
             source: StateSource::None,
             rule: None,
-            msg: None,
-            title: None,
-            kind: None,
-            progress: None,
-            subtasks: Vec::new(),
+            report: Report::default(),
             unseen_result: false,
             since: now,
         }
@@ -63,11 +50,7 @@ impl PaneStatus {
             && self.state == other.state
             && self.source == other.source
             && self.rule == other.rule
-            && self.msg == other.msg
-            && self.title == other.title
-            && self.kind == other.kind
-            && self.progress == other.progress
-            && self.subtasks == other.subtasks
+            && self.report == other.report
             && self.unseen_result == other.unseen_result
     }
 }

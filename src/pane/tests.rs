@@ -91,7 +91,7 @@ fn var(agent: &str, state: Option<AgentState>, authoritative: bool) -> PaneInput
 fn report(state: ReportState, app: Option<&str>) -> PaneInput {
     let mut r = ReportSummary::new(state);
     r.app = app.map(str::to_owned);
-    r.msg = Some("doing it".into());
+    r.report.msg = Some("doing it".into());
     PaneInput::Report(Some(r))
 }
 
@@ -189,7 +189,7 @@ fn active_report_decides_and_screen_is_ignored() {
     p.at(2, rule(Blocked, "approval"));
     assert_eq!(p.state(), Some(Working));
     assert_eq!(p.source(), StateSource::StatusReport);
-    assert_eq!(p.tr.status().msg.as_deref(), Some("doing it"));
+    assert_eq!(p.tr.status().report.msg.as_deref(), Some("doing it"));
     // counter-case: once the report is no longer in force the screen rule is read
     p.at(3, PaneInput::Report(None));
     assert_eq!(p.state(), Some(Blocked));
@@ -272,7 +272,7 @@ fn native_signals_decide_only_when_nothing_else_does() {
     p.at(1, progress(ProgressState::Normal));
     assert_eq!(p.state(), Some(Working));
     assert_eq!(p.source(), StateSource::Native);
-    assert_eq!(p.tr.status().progress, Some(40));
+    assert_eq!(p.tr.status().report.progress, Some(40));
     p.at(2, progress(ProgressState::Error));
     assert_eq!(p.state(), Some(Error));
     p.at(3, PaneInput::Progress(None));
@@ -392,7 +392,7 @@ fn message_change_is_not_a_transition() {
     p.at(0, report(ReportState::Working, Some("x")));
     let mut r = ReportSummary::new(ReportState::Working);
     r.app = Some("x".into());
-    r.msg = Some("other".into());
+    r.report.msg = Some("other".into());
     let fx = p.at(1, PaneInput::Report(Some(r)));
     assert_eq!(fx.len(), 1);
     assert!(transitions(&fx).is_empty());

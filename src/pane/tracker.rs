@@ -179,14 +179,10 @@ impl Tracker {
                 ReportState::Error => AgentState::Error,
             });
             st.unseen_result = r.state == ReportState::Done && !self.result_seen;
-            st.kind = r.kind;
-            st.progress = r.progress;
-            st.msg = r.msg.clone();
-            st.title = r.title.clone();
-            st.subtasks = r.subtasks.clone();
+            st.report = r.report.clone();
             return st;
         }
-        st.progress = self.progress.and_then(|p| p.percent);
+        st.report.progress = self.progress.and_then(|p| p.percent);
         let verdict = self
             .verdict
             .as_ref()

@@ -226,7 +226,7 @@ impl Rollup {
             since: w.since,
             agents: w.panes.values().filter(|p| p.agent.is_some()).count() as u32,
             pane: urgent.map(|(id, _)| id),
-            message: urgent.and_then(|(_, p)| p.msg.clone()),
+            message: urgent.and_then(|(_, p)| p.report.msg.clone()),
         })
     }
 
@@ -262,7 +262,7 @@ impl Rollup {
                         reason: NotifyReason::Waiting,
                         pane: Some(pane),
                         agent: status.agent.clone(),
-                        message: status.msg.clone(),
+                        message: status.report.msg.clone(),
                     });
                 }
                 if !status.has_result() {
@@ -367,7 +367,7 @@ impl Rollup {
                     reason,
                     pane: urgent.map(|(id, _)| id),
                     agent: urgent.and_then(|(_, p)| p.agent.clone()),
-                    message: urgent.and_then(|(_, p)| p.msg.clone()),
+                    message: urgent.and_then(|(_, p)| p.report.msg.clone()),
                 });
             }
         }
