@@ -174,7 +174,7 @@ impl Daemon {
     }
 
     /// Whatever is due at `now`.
-    pub(super) async fn on_deadline(&mut self, now: Now) {
+    pub(super) fn on_deadline(&mut self, now: Now) {
         let t = now.at;
         let (connect, relist) = self.link.take_due(t);
         if connect {

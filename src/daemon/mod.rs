@@ -195,7 +195,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
                 while let Some(o) = d.link.observer.as_mut().and_then(Observer::try_next) {
                     d.on_observed(now, o);
                 }
-                d.on_deadline(now).await;
+                d.on_deadline(now);
             }
             Wake::Reload => d.reload(None),
             Wake::Shutdown => break,
