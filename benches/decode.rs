@@ -12,7 +12,6 @@
 #![allow(missing_docs)] // criterion macros generate undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use std::path::PathBuf;
 use thinkterm_sidecar::osc::scanner::Scanner;
 use thinkterm_sidecar::tmux::escape::{escape, unescape, Escaped};
 use thinkterm_sidecar::tmux::protocol::{Decoder, Line, LineSplitter};
@@ -21,23 +20,12 @@ use thinkterm_sidecar::tmux::protocol::{Decoder, Line, LineSplitter};
 /// few hundred to a few thousand bytes is what it writes under load).
 const CHUNK: usize = 1024;
 
-/// The real recording if the fixtures are there, else a synthetic redraw-heavy stream.
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
+
+/// The real Claude Code recording (`tests/fixtures/agents`); fails when it is missing.
 fn recording() -> Vec<u8> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/agents/claude-code/2.1.328/raw-main-120x40.bin");
-    std::fs::read(p).unwrap_or_else(|_| {
-        let mut v = Vec::new();
-        for i in 0..2000 {
-            v.extend_from_slice(
-                format!(
-                    "\x1b[H\r\x1b[{}C\x1b[37B\x1b[7m \x1b[27m\x1b[K✽ Bloviating… ({i}s)\r\n",
-                    i % 80
-                )
-                .as_bytes(),
-            );
-        }
-        v
-    })
+    fixtures::read("claude-code/2.1.328/raw-main-120x40.bin")
 }
 
 /// Plain text the way a build log or `yes` writes it: printable lines ending in CR LF.

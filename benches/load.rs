@@ -20,8 +20,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use regex::Regex;
 use thinkterm_sidecar::ipc::schema::StateEvent;
 
-/// The recording the fake agents replay, relative to `CARGO_MANIFEST_DIR/../shared`.
-const FIXTURE: &str = "fixtures/agents/claude-code/2.1.328";
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
+
+/// The recording the fake agents replay, under `tests/fixtures/agents`.
+const FIXTURE: &str = "claude-code/2.1.328";
 const RAW: &str = "raw-main-120x40.bin";
 const AGENTS: usize = 5;
 const IDLE_SHELLS: usize = 44;
@@ -258,9 +261,7 @@ struct Frame {
 }
 
 fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared")
-        .join(FIXTURE)
+    fixtures::path(FIXTURE)
 }
 
 fn load_frames(dir: &Path) -> Vec<Frame> {
@@ -481,6 +482,11 @@ fn build_load(dir: &Path) -> Load {
     let raw = fixtures.join(RAW);
     assert!(raw.exists(), "missing recording {}", raw.display());
     let frames = load_frames(&fixtures);
+    assert!(
+        !frames.is_empty(),
+        "no frames for {RAW} in {}",
+        fixtures.display()
+    );
     let (_, period) = schedule(&frames, 0);
     let mut agents = Vec::new();
     let mut server_pid = 0;

@@ -7,8 +7,12 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use thinkterm_sidecar::osc::scanner::Scanner;
 
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
+
 const MIB: usize = 1 << 20;
-const CODEX: &str = "/work/shared/fixtures/agents/codex/0.169.0/raw-main-120x40.bin";
+/// The real Codex recording, under `tests/fixtures/agents`.
+const CODEX: &str = "codex/0.169.0/raw-main-120x40.bin";
 
 fn plain() -> Vec<u8> {
     let line = b"   Compiling serde v1.0.210 (/home/user/.cargo/registry/src/serde-1.0.210) \xe2\x9c\x93 ok\r\n";
@@ -48,10 +52,7 @@ fn group(c: &mut Criterion, name: &str, data: &[u8]) {
 
 fn bench(c: &mut Criterion) {
     group(c, "plain_1MiB", &plain());
-    match std::fs::read(CODEX) {
-        Ok(raw) => group(c, "codex_escapes_1MiB", &repeated(&raw)),
-        Err(e) => eprintln!("skipping escape-heavy bench: {CODEX}: {e}"),
-    }
+    group(c, "codex_escapes_1MiB", &repeated(&fixtures::read(CODEX)));
 }
 
 criterion_group!(benches, bench);

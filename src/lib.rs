@@ -39,3 +39,9 @@ pub mod state;
 pub(crate) mod thread;
 pub mod timer;
 pub mod tmux;
+
+/// The recorded agent fixtures under `tests/fixtures/agents`, for unit tests: the same helper
+/// the integration tests and benches use.
+#[cfg(test)]
+#[path = "../tests/support/fixtures.rs"]
+pub(crate) mod test_fixtures;

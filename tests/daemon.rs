@@ -3,22 +3,18 @@
 
 mod support;
 
-use support::{script, wait_for, Daemon, Env, Tmux};
+use support::{fixtures, script, wait_for, Daemon, Env, Tmux};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/agents");
-
-fn fixture(rel: &str) -> Option<String> {
-    let p = std::path::Path::new(FIXTURES).join(rel);
-    p.exists().then(|| p.display().to_string())
+/// The path of a recorded fixture (`agent/version/file`), as the drawing agents read it; fails
+/// when it is missing.
+fn fixture(rel: &str) -> String {
+    fixtures::path(rel).display().to_string()
 }
 
 #[test]
 fn a_live_agent_pane_is_classified_from_its_screen() {
-    let Some(blocked) = fixture("claude-code/2.1.328/008-blocked.txt") else {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return;
-    };
-    let working = fixture("claude-code/2.1.328/003-working.txt").unwrap();
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt");
+    let working = fixture("claude-code/2.1.328/003-working.txt");
     let mut tmux = Tmux::new();
     let env = Env::new();
     let agent = support::drawing_agent(&env, "claude");
@@ -194,12 +190,9 @@ fn events_only(env: &Env) -> std::sync::mpsc::Receiver<thinkterm_sidecar::ipc::s
 
 #[test]
 fn events_show_each_transition_once_in_order_with_its_source() {
-    let Some(idle) = fixture("claude-code/2.1.328/001-idle.txt") else {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return;
-    };
-    let working = fixture("claude-code/2.1.328/003-working.txt").unwrap();
-    let blocked = fixture("claude-code/2.1.328/008-blocked.txt").unwrap();
+    let idle = fixture("claude-code/2.1.328/001-idle.txt");
+    let working = fixture("claude-code/2.1.328/003-working.txt");
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt");
     let mut tmux = Tmux::new();
     let env = Env::new();
     let agent = support::drawing_agent(&env, "claude");
@@ -364,11 +357,7 @@ fn a_user_variable_left_by_an_exited_program_labels_nothing_after_it() {
 
 #[test]
 fn replayed_codex_output_reports_the_states_the_real_run_emitted() {
-    let raw = std::path::Path::new(FIXTURES).join("codex/0.169.0/raw-main-120x40.bin");
-    if !raw.exists() {
-        eprintln!("skipped: {} not found", raw.display());
-        return;
-    }
+    let raw = fixtures::path("codex/0.169.0/raw-main-120x40.bin");
     // The state sequence the real run emitted, as the records table decides it.
     let bytes = std::fs::read(&raw).unwrap();
     let mut sig = thinkterm_sidecar::osc::PaneSignals::new();
@@ -421,12 +410,9 @@ fn replayed_codex_output_reports_the_states_the_real_run_emitted() {
 
 #[test]
 fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_restart() {
-    let Some(idle) = fixture("claude-code/2.1.328/001-idle.txt") else {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return;
-    };
-    let working = fixture("claude-code/2.1.328/003-working.txt").unwrap();
-    let blocked = fixture("claude-code/2.1.328/008-blocked.txt").unwrap();
+    let idle = fixture("claude-code/2.1.328/001-idle.txt");
+    let working = fixture("claude-code/2.1.328/003-working.txt");
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt");
     let mut tmux = Tmux::new();
     let env = Env::new();
     let agent = support::drawing_agent(&env, "claude");
@@ -484,10 +470,7 @@ fn window_marks_follow_the_agent_and_done_lasts_until_looked_at_even_across_a_re
 
 #[test]
 fn an_agent_behind_ssh_is_recognised_by_its_screen_and_title() {
-    let Some(blocked) = fixture("claude-code/2.1.328/008-blocked.txt") else {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return;
-    };
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt");
     let mut tmux = Tmux::new();
     let env = Env::new();
     // An `ssh` stand-in: the remote Claude Code sets its title and draws its screen.
@@ -519,10 +502,7 @@ fn an_agent_behind_ssh_is_recognised_by_its_screen_and_title() {
 
 #[test]
 fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
-    let Some(working) = fixture("claude-code/2.1.328/003-working.txt") else {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return;
-    };
+    let working = fixture("claude-code/2.1.328/003-working.txt");
     let mut tmux = Tmux::new();
     let env = Env::new();
     let agent = support::drawing_agent(&env, "claude");

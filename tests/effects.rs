@@ -486,8 +486,6 @@ async fn focus_plan_switches_a_real_attached_client() {
     assert_eq!(shown, format!("{} {} {}", ids[0], ids[1], ids[2]));
 }
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/agents");
-
 /// What the daemon-level notification tests share: a private bus with the test notification
 /// server, a tmux server whose session `proj` runs a fake Claude, and a daemon environment
 /// that may notify (sounds off). Fields drop in order: the server connection before its bus.
@@ -502,13 +500,9 @@ struct DaemonRig {
     _bus: Bus,
 }
 
-async fn daemon_rig() -> Option<DaemonRig> {
-    let blocked = Path::new(FIXTURES).join("claude-code/2.1.328/008-blocked.txt");
-    let working = Path::new(FIXTURES).join("claude-code/2.1.328/003-working.txt");
-    if !blocked.exists() {
-        eprintln!("skipped: fixtures not found at {FIXTURES}");
-        return None;
-    }
+async fn daemon_rig() -> DaemonRig {
+    let blocked = support::fixtures::path("claude-code/2.1.328/008-blocked.txt");
+    let working = support::fixtures::path("claude-code/2.1.328/003-working.txt");
     let bus = Bus::start();
     let (server, calls) = serve(&bus).await;
     let mut tmux = support::Tmux::new();
@@ -519,7 +513,7 @@ async fn daemon_rig() -> Option<DaemonRig> {
     env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
     let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("proj", Some(&agent.display().to_string()));
-    Some(DaemonRig {
+    DaemonRig {
         server,
         calls,
         tmux,
@@ -528,7 +522,7 @@ async fn daemon_rig() -> Option<DaemonRig> {
         blocked,
         working,
         _bus: bus,
-    })
+    }
 }
 
 /// The daemon end to end: a blocked agent in the window the person looks at (focus-events off)
@@ -536,7 +530,7 @@ async fn daemon_rig() -> Option<DaemonRig> {
 /// clicking it brings the window and pane to the attached client, switching its session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane() {
-    let Some(DaemonRig {
+    let DaemonRig {
         server,
         calls,
         mut tmux,
@@ -545,10 +539,7 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
         blocked,
         working,
         _bus,
-    }) = daemon_rig().await
-    else {
-        return;
-    };
+    } = daemon_rig().await;
     let window = tmux.window_of(&pane);
     tmux.new_session("elsewhere", None);
     // The person's client shows the agent's window.
@@ -631,7 +622,7 @@ async fn the_daemon_notifies_for_unwatched_windows_and_a_click_focuses_the_pane(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
     use std::io::Write;
-    let Some(DaemonRig {
+    let DaemonRig {
         server: _server,
         calls,
         mut tmux,
@@ -640,10 +631,7 @@ async fn with_focus_events_notifications_wait_until_the_terminal_loses_focus() {
         blocked,
         working,
         _bus,
-    }) = daemon_rig().await
-    else {
-        return;
-    };
+    } = daemon_rig().await;
     tmux.new_session("elsewhere", None);
     tmux.cmd(&["set-option", "-g", "focus-events", "on"]);
     let mut client = support::Client::attach(&tmux, "elsewhere", 120, 40);

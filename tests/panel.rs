@@ -93,12 +93,7 @@ mod support;
 /// the chosen pane.
 #[test]
 fn the_panel_shows_live_agents_and_enter_moves_the_client() {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/agents/claude-code/2.1.328");
-    if !fixtures.exists() {
-        eprintln!("skipped: fixtures not found");
-        return;
-    }
+    let working = support::fixtures::path("claude-code/2.1.328/003-working.txt");
     let bin = env!("CARGO_BIN_EXE_thinkterm-sidecar");
     let mut tmux = support::Tmux::new();
     let env = support::Env::new();
@@ -118,10 +113,7 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
     support::wait_for(10, "panes listed", || env.pane_row(&tmux, &r2));
     tmux.type_line(&r1, "tool-one");
     tmux.type_line(&r2, "tool-two");
-    tmux.type_line(
-        &c_pane,
-        &fixtures.join("003-working.txt").display().to_string(),
-    );
+    tmux.type_line(&c_pane, &working.display().to_string());
     support::wait_for(10, "three agents", || {
         let v = env.agents(&tmux)?;
         (v["panes"]
@@ -185,12 +177,7 @@ fn the_panel_shows_live_agents_and_enter_moves_the_client() {
 /// new daemon runs.
 #[test]
 fn the_panel_survives_a_daemon_restart() {
-    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/agents/claude-code/2.1.328");
-    if !fixtures.exists() {
-        eprintln!("skipped: fixtures not found");
-        return;
-    }
+    let working = support::fixtures::path("claude-code/2.1.328/003-working.txt");
     let bin = env!("CARGO_BIN_EXE_thinkterm-sidecar");
     let mut tmux = support::Tmux::new();
     let env = support::Env::new();
@@ -199,10 +186,7 @@ fn the_panel_survives_a_daemon_restart() {
     let panel_pane = tmux.new_session("panel", None);
     let mut d = support::Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
-    tmux.type_line(
-        &agent,
-        &fixtures.join("003-working.txt").display().to_string(),
-    );
+    tmux.type_line(&agent, &working.display().to_string());
     env.wait_row(&tmux, &agent, "state", "working", 10);
     let cmd = format!(
         "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} {bin} -L {} panel",

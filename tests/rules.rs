@@ -8,31 +8,22 @@ use thinkterm_sidecar::rules::render::{
 };
 use thinkterm_sidecar::rules::{check_file, Catalog, RuleState, Snapshot, Source};
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")
-}
+mod support;
+use support::fixtures;
 
-fn fixtures_dir() -> PathBuf {
-    let here = shared().join("fixtures/agents");
-    if here.is_dir() {
-        here
-    } else {
-        PathBuf::from("/work/shared/fixtures/agents")
-    }
-}
-
-fn herdr_dir() -> PathBuf {
-    let here = shared().join("reference/herdr-0.8.2/manifests");
-    if here.is_dir() {
-        here
-    } else {
-        PathBuf::from("/work/shared/reference/herdr-0.8.2/manifests")
-    }
-}
+/// herdr 0.8.2's own manifests, for the compatibility test only. They are third-party files and
+/// are not redistributed in this repository: they are read from `../shared/reference` beside the
+/// checkout when it is there.
+const HERDR_MANIFESTS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/reference/herdr-0.8.2/manifests"
+);
 
 /// The titles an agent really sent, from its folder's escapes.md ("Titles (unique…): [...]").
 fn sent_titles(version_dir: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(version_dir.join("escapes.md")).unwrap_or_default();
+    let md = version_dir.join("escapes.md");
+    let text =
+        std::fs::read_to_string(&md).unwrap_or_else(|e| panic!("fixture {}: {e}", md.display()));
     let mut out = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("Titles (unique") {
@@ -57,9 +48,7 @@ struct Frame {
 /// Every `<agent>/<version>/NNN-*.txt` with the `.json` beside it.
 fn frames() -> Vec<Frame> {
     let mut out = Vec::new();
-    let Ok(agents) = std::fs::read_dir(fixtures_dir()) else {
-        return out;
-    };
+    let agents = std::fs::read_dir(fixtures::root()).unwrap();
     let mut agent_dirs: Vec<PathBuf> = agents.filter_map(|e| e.ok().map(|e| e.path())).collect();
     agent_dirs.sort();
     for a in agent_dirs.iter().filter(|p| p.is_dir()) {
@@ -100,6 +89,11 @@ fn frames() -> Vec<Frame> {
             }
         }
     }
+    assert!(
+        !out.is_empty(),
+        "no fixture frames under {}",
+        fixtures::AGENTS
+    );
     out
 }
 
@@ -107,10 +101,6 @@ fn frames() -> Vec<Frame> {
 fn every_fixture_classifies_to_its_labelled_state() {
     let catalog = Catalog::bundled();
     let frames = frames();
-    if frames.is_empty() {
-        eprintln!("skipped: no fixtures under {}", fixtures_dir().display());
-        return;
-    }
     let mut failures = Vec::new();
     for f in &frames {
         let id = catalog
@@ -178,21 +168,9 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-fn fixture(agent_dir: &str, prefix: &str) -> Option<String> {
-    let d = fixtures_dir().join(agent_dir);
-    let v = std::fs::read_dir(&d)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .next()?
-        .path();
-    let f = std::fs::read_dir(&v)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.file_name().unwrap().to_string_lossy().starts_with(prefix)
-                && p.extension().is_some_and(|x| x == "txt")
-        })?;
-    std::fs::read_to_string(f).ok()
+/// The screen of `agent_dir`'s frame `prefix*.txt`; fails when it is missing.
+fn fixture(agent_dir: &str, prefix: &str) -> String {
+    fixtures::frame(agent_dir, prefix)
 }
 
 #[test]
@@ -247,12 +225,23 @@ fn bundled_manifests_compile_and_cover_the_seed_agents() {
 
 #[test]
 fn herdr_manifests_load_unchanged_and_evaluate() {
-    let dir = herdr_dir();
+    let dir = PathBuf::from(HERDR_MANIFESTS);
     if !dir.is_dir() {
-        eprintln!("skipped: {} is absent", dir.display());
+        // The one test allowed to skip: herdr's manifests are third-party and never copied into
+        // this repository, so a clone without `../shared/reference` beside it cannot run it.
+        // Written to stderr itself, not with eprintln!, which the harness hides for a test that
+        // passes: the skip shows in every `cargo test` run.
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED herdr_manifests_load_unchanged_and_evaluate: {} is absent.\n\
+             *** herdr 0.8.2's manifests are third-party files, not redistributed here; put them \
+             at ../shared/reference/herdr-0.8.2/manifests beside the checkout to run this test.\n",
+            dir.display()
+        );
         return;
     }
-    let screen = fixture("claude-code", "004").unwrap_or_else(|| "❯ \n".to_string());
+    let screen = fixture("claude-code", "004");
     let mut n = 0;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -312,7 +301,6 @@ fn quoted_prompts_in_the_transcript_do_not_flip_the_state() {
         "🌗",
         " ⠧ Working...",
     ];
-    let mut checked = 0;
     for f in frames() {
         let id = c.resolve(&f.agent).unwrap();
         let plain = Snapshot {
@@ -340,15 +328,6 @@ fn quoted_prompts_in_the_transcript_do_not_flip_the_state() {
             "{} with quoted prompts: {:?}",
             f.path.display(),
             v.rule
-        );
-        checked += 1;
-    }
-    if checked == 0 {
-        // Without fixtures, a hand-made Claude screen.
-        let screen = "● Do you want to proceed?\n❯ 1. Yes\n Esc to cancel\n esc to interrupt\n────────\n❯ \n────────\n  ? for shortcuts\n";
-        assert_eq!(
-            c.classify("claude", &snap(screen)).unwrap().state,
-            RuleState::Idle
         );
     }
 }
@@ -716,10 +695,7 @@ regex = ['\A› ask\nkeys\z']
 #[test]
 fn explain_reports_rule_source_and_evidence() {
     let c = Catalog::bundled();
-    let screen = fixture("claude-code", "008").unwrap_or_else(|| {
-        "● x\n Do you want to proceed?\n ❯ 1. Yes\n   2. No\n Esc to cancel · Tab to amend\n"
-            .to_string()
-    });
+    let screen = fixture("claude-code", "008");
     let e = c.explain("claude-code", &snap(&screen));
     assert_eq!(e.agent, "claude");
     assert_eq!(e.state, RuleState::Blocked);
@@ -787,9 +763,8 @@ fn identity_table_and_fingerprints_come_from_the_manifests() {
         c.fingerprint("$ echo '✳ Claude Code'\n✳ Claude Code\n", None),
         None
     );
-    if let Some(kimi) = fixture("kimi", "001") {
-        assert_eq!(c.fingerprint(&kimi, None), Some("kimi"));
-    }
+    let kimi = fixture("kimi", "001");
+    assert_eq!(c.fingerprint(&kimi, None), Some("kimi"));
 }
 
 #[test]

@@ -236,18 +236,16 @@ fn buffer_never_grows_past_its_first_allocation() {
     assert_eq!(n, 1);
 }
 
-fn fixture(agent: &str) -> Option<Vec<u8>> {
-    let dir = std::path::Path::new("/work/shared/fixtures/agents").join(agent);
-    let ver = std::fs::read_dir(&dir).ok()?.flatten().next()?.path();
-    std::fs::read(ver.join("raw-main-120x40.bin")).ok()
+/// The raw recording of `agent`'s one recorded version.
+fn fixture(agent: &str) -> Vec<u8> {
+    let ver = crate::test_fixtures::version_dir(agent);
+    let raw = ver.join("raw-main-120x40.bin");
+    std::fs::read(&raw).unwrap_or_else(|e| panic!("fixture {}: {e}", raw.display()))
 }
 
 #[test]
 fn codex_recording_yields_its_seventeen_status_reports_however_split() {
-    let Some(raw) = fixture("codex") else {
-        eprintln!("codex fixture absent: skipped");
-        return;
-    };
+    let raw = fixture("codex");
     let reports = |evs: &[Got]| -> Vec<Vec<u8>> {
         evs.iter()
             .filter_map(|g| match g {
@@ -273,10 +271,7 @@ fn codex_recording_yields_its_seventeen_status_reports_however_split() {
 
 #[test]
 fn pi_recording_prompt_marks() {
-    let Some(raw) = fixture("pi") else {
-        eprintln!("pi fixture absent: skipped");
-        return;
-    };
+    let raw = fixture("pi");
     let evs = scan(&raw);
     let count = |p: &[u8]| {
         evs.iter()
@@ -330,10 +325,9 @@ proptest! {
 
     #[test]
     fn real_recording_at_random_splits(cuts in proptest::collection::vec(any::<usize>(), 1..40)) {
-        if let Some(raw) = fixture("codex") {
-            let whole = scan(&raw);
-            let points = split_points(raw.len(), &cuts);
-            prop_assert_eq!(scan_split(&raw, &points), whole);
-        }
+        let raw = fixture("codex");
+        let whole = scan(&raw);
+        let points = split_points(raw.len(), &cuts);
+        prop_assert_eq!(scan_split(&raw, &points), whole);
     }
 }

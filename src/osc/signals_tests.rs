@@ -36,11 +36,7 @@ fn notifications() {
 
 #[test]
 fn codex_recording_drives_the_records_like_the_real_run() {
-    let Ok(raw) = std::fs::read("/work/shared/fixtures/agents/codex/0.169.0/raw-main-120x40.bin")
-    else {
-        eprintln!("codex fixture absent: skipped");
-        return;
-    };
+    let raw = crate::test_fixtures::read("codex/0.169.0/raw-main-120x40.bin");
     let mut p = PaneSignals::new();
     let mut states = Vec::new();
     for chunk in raw.chunks(333) {

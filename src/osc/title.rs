@@ -97,20 +97,18 @@ mod tests {
     /// Every title every recorded agent sent: only Codex's braille frames are spinners.
     #[test]
     fn fixture_titles() {
-        let root = std::path::Path::new("/work/shared/fixtures/agents");
-        let Ok(agents) = std::fs::read_dir(root) else {
-            eprintln!("fixtures absent: skipped");
-            return;
-        };
+        let root = crate::test_fixtures::root();
+        let agents =
+            std::fs::read_dir(&root).unwrap_or_else(|e| panic!("fixtures {}: {e}", root.display()));
         let mut seen = 0;
         for ver in agents
             .flatten()
             .filter_map(|a| std::fs::read_dir(a.path()).ok())
         {
             for v in ver.flatten() {
-                let Ok(raw) = std::fs::read(v.path().join("raw-main-120x40.bin")) else {
-                    continue;
-                };
+                let path = v.path().join("raw-main-120x40.bin");
+                let raw = std::fs::read(&path)
+                    .unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()));
                 let agent = v.path().display().to_string();
                 let mut titles = Vec::new();
                 Scanner::new().feed(&raw, &mut |ev| {

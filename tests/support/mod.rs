@@ -1,6 +1,9 @@
 //! Test support shared by the integration test binaries: a private tmux server, the sidecar
-//! daemon as a child process with private XDG directories, and waiting with a deadline.
+//! daemon as a child process with private XDG directories, waiting with a deadline, and the
+//! recorded agent fixtures ([`fixtures`]).
 #![allow(dead_code)]
+
+pub mod fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,85 @@
+//! The recorded agent fixtures, for every test and bench: the repository's copy under
+//! `tests/fixtures/agents/<agent>/<version>/` (see `tests/fixtures/README.md`).
+//!
+//! One file, included by the integration tests (`tests/support/mod.rs`), the library's unit
+//! tests (`src/lib.rs`, `#[cfg(test)]`) and the benches (`#[path]`). A fixture that is not there
+//! fails the caller with its path: nothing is skipped.
+#![allow(dead_code)] // each test binary and bench uses its own part
+
+use std::path::{Path, PathBuf};
+
+/// Where the fixtures are: `<crate>/tests/fixtures/agents`.
+pub const AGENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/agents");
+
+/// The fixture root, which must be a directory.
+pub fn root() -> PathBuf {
+    let p = PathBuf::from(AGENTS);
+    assert!(
+        p.is_dir(),
+        "fixture directory missing: {} (the recorded agent screens belong in the repository; \
+         see tests/fixtures/README.md)",
+        p.display()
+    );
+    p
+}
+
+/// `AGENTS/rel` (as `agent/version/file`), which must exist.
+pub fn path(rel: &str) -> PathBuf {
+    let p = Path::new(AGENTS).join(rel);
+    assert!(
+        p.exists(),
+        "fixture missing: {} (the recorded agent screens belong in the repository; \
+         see tests/fixtures/README.md)",
+        p.display()
+    );
+    p
+}
+
+/// The bytes of `AGENTS/rel`.
+pub fn read(rel: &str) -> Vec<u8> {
+    let p = path(rel);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
+}
+
+/// The text of `AGENTS/rel`.
+pub fn read_to_string(rel: &str) -> String {
+    let p = path(rel);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
+}
+
+/// The one version directory of `agent` (`AGENTS/agent/<version>`); fails unless there is
+/// exactly one, so a test never picks one at random.
+pub fn version_dir(agent: &str) -> PathBuf {
+    let dir = path(agent);
+    let versions: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
+        .map(|e| {
+            e.unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
+                .path()
+        })
+        .filter(|p| p.is_dir())
+        .collect();
+    assert!(
+        versions.len() == 1,
+        "fixture {}: expected one version directory, found {versions:?}",
+        dir.display()
+    );
+    versions.into_iter().next().unwrap_or_default()
+}
+
+/// The screen text (`NNN-state.txt`) of `agent`'s frame whose name starts with `prefix`.
+pub fn frame(agent: &str, prefix: &str) -> String {
+    let dir = version_dir(agent);
+    let found = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+                && p.extension().is_some_and(|x| x == "txt")
+        });
+    let Some(p) = found else {
+        panic!("fixture missing: {}/{prefix}*.txt", dir.display());
+    };
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
+}
