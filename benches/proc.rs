@@ -9,6 +9,12 @@
 //!   on two panes of a private tmux server: `bash` running `sleep 300 | cat` (3 processes) and
 //!   `bash` running a `sh` that started 40 `sleep`s (42 processes, near `MAX_PROCS`).
 //!
+//! The daemon makes the cheap look with hand-written reads and the probe through the `procfs`
+//! crate; for comparison the bench also makes the cheap look through procfs (`procfs tpgid`,
+//! `procfs children`, and `procfs look`: one `Process` for both files) and parses the
+//! hand-written `stat` read with procfs's `Stat::from_read` (`tpgid procfs parse`). The figures
+//! and the choice are in the module doc of `foreground.rs`.
+//!
 //! For each case it prints the time per call (median of 11 samples), the heap allocations per
 //! call (a counting global allocator) and, when `strace` is on the PATH, the system calls per
 //! call: the bench runs itself under `strace -f -c` making the call N + 1 times and once, and
@@ -70,8 +76,58 @@ fn look(pid: u32) {
     black_box(foreground::main_children(pid));
 }
 
+/// The cheap look through procfs, for comparison with the hand-written reads the daemon uses:
+/// one `Process` (a directory descriptor) for both files, `Stat` parsed in full, the children
+/// as a `Vec<u32>`.
+fn procfs_look(pid: u32) {
+    let Some(p) = procfs_process(pid) else {
+        return;
+    };
+    black_box(p.stat().map(|s| s.tpgid).ok());
+    black_box(p.task_from_tid(p.pid).and_then(|t| t.children()).ok());
+}
+
+fn procfs_process(pid: u32) -> Option<procfs::process::Process> {
+    procfs::process::Process::new(i32::try_from(pid).ok()?).ok()
+}
+
+/// The hand-written single read of `stat`, parsed by procfs (`Stat::from_read` on the bytes).
+fn stat_read_procfs_parse(pid: u32) {
+    use procfs::FromRead as _;
+    use std::io::Read as _;
+    let Ok(mut f) = std::fs::File::open(format!("/proc/{pid}/stat")) else {
+        return;
+    };
+    let mut buf = vec![0u8; 4096];
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    black_box(
+        procfs::process::Stat::from_read(&buf[..n])
+            .map(|s| s.tpgid)
+            .ok(),
+    );
+}
+
 fn calls() -> Vec<(&'static str, Call)> {
     vec![
+        ("procfs tpgid", |p| {
+            black_box(
+                procfs_process(p)
+                    .and_then(|p| p.stat().ok())
+                    .map(|s| s.tpgid),
+            );
+        }),
+        ("procfs children", |p| {
+            let c = procfs_process(p).and_then(|p| p.task_from_tid(p.pid).ok());
+            black_box(c.and_then(|t| t.children().ok()));
+        }),
+        ("procfs look", procfs_look),
+        ("tpgid procfs parse", stat_read_procfs_parse),
         ("tpgid", |p| {
             black_box(foreground::tpgid(p));
         }),
@@ -306,17 +362,24 @@ fn main() {
     let me = std::process::id();
     let rows: &[(&str, &str, u32, u64)] = &[
         ("tpgid", "self", me, 2000),
+        ("procfs tpgid", "self", me, 2000),
+        ("tpgid procfs parse", "self", me, 2000),
         ("main_children", "self", me, 2000),
+        ("procfs children", "self", me, 2000),
         ("look", "self", me, 2000),
+        ("procfs look", "self", me, 2000),
         ("tpgid", "shell", fx.pipeline, 2000),
+        ("procfs tpgid", "shell", fx.pipeline, 2000),
         ("main_children", "shell", fx.pipeline, 2000),
+        ("procfs children", "shell", fx.pipeline, 2000),
         ("look", "shell", fx.pipeline, 2000),
+        ("procfs look", "shell", fx.pipeline, 2000),
         ("read_proc", "shell", fx.pipeline, 2000),
         ("probe", "pipeline (3)", fx.pipeline, 200),
         ("probe", "wide (42)", fx.wide, 50),
     ];
     println!(
-        "{:<16} {:<13} {:>10} {:>8} {:>9}  by syscall",
+        "{:<19} {:<13} {:>10} {:>8} {:>9}  by syscall",
         "call", "pid", "ns/call", "allocs", "syscalls"
     );
     for &(name, label, pid, n) in rows {
@@ -328,7 +391,7 @@ fn main() {
             (f64::NAN, "no strace on the PATH".into())
         };
         println!(
-            "{name:<16} {label:<13} {ns:>10.0} {:>8} {:>9}  {parts}",
+            "{name:<19} {label:<13} {ns:>10.0} {:>8} {:>9}  {parts}",
             fmt(allocs),
             fmt(sys)
         );
