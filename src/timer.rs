@@ -101,6 +101,24 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// `fut`'s output, or `None` when it takes longer than `limit`. The limit is one of this
+    /// timer's instants: a time limit that is not reached (the usual case) costs no wake-up and
+    /// no tokio timer.
+    pub async fn timeout<T>(
+        &self,
+        limit: Duration,
+        fut: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        let at = Instant::now() + limit;
+        tokio::select! {
+            biased;
+            out = fut => Some(out),
+            () = self.sleep_until(at) => None,
+        }
+    }
+}
+
 /// What the timer task tells its waiters.
 #[derive(Clone, Copy, Debug)]
 struct Reached {

@@ -148,8 +148,10 @@ impl Daemon {
         };
         self.link.relisting = true;
         let (gen, q) = (self.link.generation, obs.start_relist());
+        let timer = self.pacing.timer.clone();
         self.tasks.push(Box::pin(async move {
-            let r = tokio::time::timeout(TMUX_REPLY_TIMEOUT, q)
+            let r = timer
+                .timeout(TMUX_REPLY_TIMEOUT, q)
                 .await
                 .unwrap_or(Err(CommandError::Timeout(TMUX_REPLY_TIMEOUT)));
             Done::Relisted(gen, r)
@@ -166,8 +168,10 @@ impl Daemon {
         }
         self.link.clients_query = true;
         let (gen, q) = (self.link.generation, obs.start_clients());
+        let timer = self.pacing.timer.clone();
         self.tasks.push(Box::pin(async move {
-            let r = tokio::time::timeout(TMUX_REPLY_TIMEOUT, q)
+            let r = timer
+                .timeout(TMUX_REPLY_TIMEOUT, q)
                 .await
                 .unwrap_or(Err(CommandError::Timeout(TMUX_REPLY_TIMEOUT)));
             Done::Clients(gen, r)
@@ -180,8 +184,10 @@ impl Daemon {
             return;
         };
         let (gen, q) = (self.link.generation, obs.start_captures(panes));
+        let timer = self.pacing.timer.clone();
         self.tasks.push(Box::pin(async move {
-            let screens = tokio::time::timeout(TMUX_REPLY_TIMEOUT, q)
+            let screens = timer
+                .timeout(TMUX_REPLY_TIMEOUT, q)
                 .await
                 .unwrap_or_default();
             Done::Captured(gen, screens)
@@ -283,9 +289,12 @@ impl Daemon {
         };
         obs.apply_relist(lists);
         // Local work, bounded: a stopped tmux server does not hold the loop here.
-        let late = tokio::time::timeout(ATTACH_BUDGET, obs.attach_missing())
+        let late = self
+            .pacing
+            .timer
+            .timeout(ATTACH_BUDGET, obs.attach_missing())
             .await
-            .is_err();
+            .is_none();
         let focus_events = obs.inventory().focus_events;
         if late {
             tracing::warn!("attaching control clients took longer than {ATTACH_BUDGET:?}");
