@@ -36,7 +36,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the daemon in the foreground (one per tmux server).
-    Run,
+    Run {
+        /// Started by `bridge --start`: leave the caller's session first (an ssh session's end
+        /// must not end the daemon).
+        #[arg(long, hide = true)]
+        detached: bool,
+    },
     /// List every pane with its agent and state.
     Agents {
         /// Print the documented JSON schema instead of a table.
@@ -45,6 +50,9 @@ pub enum Command {
         /// Only windows that need attention or are done (S4.2), most urgent first.
         #[arg(long)]
         attention: bool,
+        /// Only the panes of this machine (this computer's name, or a connected machine's).
+        #[arg(long, value_name = "NAME")]
+        machine: Option<String>,
     },
     /// Stream state changes as they happen.
     Events {
@@ -56,8 +64,8 @@ pub enum Command {
     Config,
     /// Bring a pane to the front in a client (switching its session if needed).
     Focus {
-        /// The pane (`%3`).
-        pane: crate::ids::PaneId,
+        /// The pane (`%3`, or `MACHINE:%3` on a connected machine).
+        pane: crate::ids::PaneTarget,
         /// Prefer this client (its name or tty).
         #[arg(long)]
         client: Option<String>,
@@ -88,6 +96,19 @@ pub enum Command {
         #[command(subcommand)]
         action: RulesAction,
     },
+    /// Join stdin and stdout to this machine's daemon socket (what another machine's sidecar
+    /// runs over ssh: `ssh HOST thinkterm-sidecar bridge`).
+    Bridge {
+        /// Start the daemon first (detached) when none runs and a tmux server does.
+        #[arg(long)]
+        start: bool,
+    },
+    /// Connected machines: list them, or connect one more to the running daemon.
+    Machines {
+        /// What to do (default: list).
+        #[command(subcommand)]
+        action: Option<crate::remote::commands::MachinesAction>,
+    },
 }
 
 /// `rules` subcommands.
@@ -113,9 +134,9 @@ pub enum RulesAction {
 /// `explain` arguments: a live pane, or a screen file.
 #[derive(Debug, clap::Args)]
 pub struct ExplainArgs {
-    /// A pane (`%3`) of the running daemon.
+    /// A pane (`%3`, or `MACHINE:%3`) of the running daemon.
     #[arg(conflicts_with = "file")]
-    pub pane: Option<crate::ids::PaneId>,
+    pub pane: Option<crate::ids::PaneTarget>,
     /// A screen saved with `capture-pane -p -J`.
     #[arg(long, requires = "agent")]
     pub file: Option<PathBuf>,
@@ -165,17 +186,30 @@ pub async fn connect(cli: &Cli) -> anyhow::Result<Client> {
 }
 
 /// `agents`.
-pub async fn agents(cli: &Cli, json: bool, attention: bool) -> anyhow::Result<()> {
+pub async fn agents(
+    cli: &Cli,
+    json: bool,
+    attention: bool,
+    machine: Option<&str>,
+) -> anyhow::Result<()> {
     let mut c = connect(cli).await?;
     let reply = c.request(&Request::Agents).await?;
     let Reply::Snapshot {
         schema,
-        panes,
-        windows,
+        mut panes,
+        mut windows,
+        machines,
     } = reply
     else {
         anyhow::bail!("unexpected reply from the daemon: {reply:?}");
     };
+    if let Some(m) = machine {
+        if !machines.is_empty() && !machines.iter().any(|r| r.name == m) {
+            anyhow::bail!("no machine named {m:?}");
+        }
+        panes.retain(|p| p.machine.as_deref() == Some(m));
+        windows.retain(|w| w.machine.as_deref() == Some(m));
+    }
     if attention {
         let mut ws: Vec<_> = windows
             .into_iter()
@@ -189,7 +223,7 @@ pub async fn agents(cli: &Cli, json: bool, attention: bool) -> anyhow::Result<()
             println!(
                 "{}",
                 serde_json::to_string_pretty(
-                    &serde_json::json!({ "schema": schema, "windows": ws })
+                    &serde_json::json!({ "schema": schema, "windows": ws, "machines": machines })
                 )?
             );
         } else {
@@ -209,22 +243,41 @@ pub async fn agents(cli: &Cli, json: bool, attention: bool) -> anyhow::Result<()
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "schema": schema, "panes": panes, "windows": windows })
-            )?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "schema": schema, "panes": panes, "windows": windows, "machines": machines
+            }))?
         );
     } else {
-        print!("{}", table(&panes));
+        // The MACHINE column once there is more than this computer to tell apart.
+        print!("{}", table(&panes, machines.len() > 1));
+        for m in machines.iter().filter(|m| !m.reachable) {
+            println!(
+                "# {}: unreachable ({})",
+                m.name,
+                m.reason.as_deref().unwrap_or("no answer")
+            );
+        }
     }
     Ok(())
 }
 
-fn table(panes: &[PaneRow]) -> String {
-    let mut out = format!(
+fn table(panes: &[PaneRow], machines: bool) -> String {
+    let head = format!(
         "{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n",
         "SESSION", "WINDOW", "PANE", "PROCESS", "AGENT", "STATE"
     );
+    let mut out = if machines {
+        format!("{:<12} {head}", "MACHINE")
+    } else {
+        head
+    };
     for p in panes {
+        if machines {
+            out.push_str(&format!(
+                "{:<12} ",
+                trunc(p.machine.as_deref().unwrap_or("-"), 12)
+            ));
+        }
         let window = format!("{}:{}", p.window_index, p.window_name);
         let process = if p.process_less {
             format!("{} (remote)", p.fg_process.clone().unwrap_or_default())
@@ -259,8 +312,27 @@ fn trunc(s: &str, n: usize) -> String {
 /// `events`.
 pub async fn events(cli: &Cli, json: bool) -> anyhow::Result<()> {
     let mut c = connect(cli).await?;
+    // This computer's name: its events are printed without it.
+    let local = match c.request(&Request::Machines).await {
+        Ok(Reply::Machines { machines }) => machines.into_iter().find(|m| m.local).map(|m| m.name),
+        _ => None,
+    };
     c.send(&Request::Events).await?;
     while let Some(reply) = c.next().await? {
+        if let Reply::Machine(m) = &reply {
+            if json {
+                println!("{}", serde_json::to_string(&reply)?);
+            } else if m.reachable {
+                println!("# {} is reachable", m.name);
+            } else {
+                println!(
+                    "# {} is unreachable: {}",
+                    m.name,
+                    m.reason.as_deref().unwrap_or("no answer")
+                );
+            }
+            continue;
+        }
         if let Reply::Lagged { dropped } = reply {
             // The stream fell behind: say so, and print what holds now (the snapshot that
             // follows), so that a reader never acts on a silent gap.
@@ -284,8 +356,12 @@ pub async fn events(cli: &Cli, json: bool) -> anyhow::Result<()> {
                 let st = |s: Option<crate::state::AgentState>| {
                     s.map(|s| s.as_str()).unwrap_or("unknown")
                 };
+                let machine = match &e.machine {
+                    Some(m) if local.as_ref() != Some(m) => format!("{m}/"),
+                    _ => String::new(),
+                };
                 println!(
-                    "{} {}:{} {} {} {} -> {}  {}",
+                    "{} {machine}{}:{} {} {} {} -> {}  {}",
                     e.time_ms,
                     e.session_name,
                     e.window_name,
@@ -371,13 +447,17 @@ pub async fn explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let Some(pane) = args.pane else {
+    let Some(pane) = args.pane.clone() else {
         anyhow::bail!(
             "give a pane (`explain %3`) or a screen (`explain --file SCREEN.txt --agent ID`)"
         );
     };
     let mut c = connect(cli).await?;
-    match c.request(&Request::Explain { pane }).await? {
+    let explain = Request::Explain {
+        pane: pane.pane,
+        machine: pane.machine.clone(),
+    };
+    match c.request(&explain).await? {
         Reply::Value { value } => {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&value)?);
@@ -497,11 +577,16 @@ pub fn report(args: &ReportCmd) -> anyhow::Result<()> {
 /// `focus`.
 pub async fn focus(
     cli: &Cli,
-    pane: crate::ids::PaneId,
+    pane: crate::ids::PaneTarget,
     client: Option<String>,
 ) -> anyhow::Result<()> {
     let mut c = connect(cli).await?;
-    match c.request(&Request::Focus { pane, client }).await? {
+    let focus = Request::Focus {
+        pane: pane.pane,
+        client,
+        machine: pane.machine,
+    };
+    match c.request(&focus).await? {
         Reply::Done { message } => {
             println!("{message}");
             Ok(())

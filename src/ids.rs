@@ -70,8 +70,55 @@ tmux_id!(
     '$'
 );
 
+/// A pane named on the command line: `%3`, or `MACHINE:%3` for a pane on a connected machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaneTarget {
+    /// The machine (None: this computer).
+    pub machine: Option<String>,
+    /// The pane.
+    pub pane: PaneId,
+}
+
+impl FromStr for PaneTarget {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (machine, pane) = match s.rsplit_once(':') {
+            Some((m, p)) if !m.is_empty() => (Some(m.to_string()), p),
+            _ => (None, s),
+        };
+        let pane = PaneId::parse(pane)
+            .ok_or_else(|| format!("not a pane: {s:?} (give %N, or MACHINE:%N)"))?;
+        Ok(PaneTarget { machine, pane })
+    }
+}
+
+impl fmt::Display for PaneTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.machine {
+            Some(m) => write!(f, "{m}:{}", self.pane),
+            None => write!(f, "{}", self.pane),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pane_targets_name_a_machine_or_not() {
+        use super::*;
+        let t: PaneTarget = "devbox:%12".parse().expect("parses");
+        assert_eq!(t.machine.as_deref(), Some("devbox"));
+        assert_eq!(t.pane, PaneId(12));
+        assert_eq!(t.to_string(), "devbox:%12");
+        let local: PaneTarget = "%4".parse().expect("parses");
+        assert_eq!(local.machine, None);
+        assert!("devbox:@1".parse::<PaneTarget>().is_err());
+        assert!(
+            ":%1".parse::<PaneTarget>().is_err(),
+            "an empty machine name"
+        );
+    }
+
     use super::*;
 
     #[test]

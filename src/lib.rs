@@ -16,6 +16,8 @@
 //!   sounds, focusing a pane.
 //! - [`panel`]: the agents panel TUI (ratatui), fed by the daemon's event stream.
 //! - [`ipc`]: the daemon's unix socket and its JSON-lines protocol, server and client.
+//! - [`remote`]: other machines' sidecars, reached over ssh (or any command) through
+//!   `thinkterm-sidecar bridge`.
 //! - [`daemon`]: the glue that owns the tasks and wires the pieces together; [`timer`] wakes
 //!   them with one `timerfd`.
 //! - [`config`]: defaults, the config file and environment overrides; [`clock`]: time, read
@@ -34,6 +36,7 @@ pub(crate) mod pane;
 pub mod panel;
 pub(crate) mod paths;
 pub mod process;
+pub mod remote;
 pub mod rules;
 pub mod state;
 pub(crate) mod thread;

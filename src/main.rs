@@ -9,7 +9,7 @@ fn main() {
     let filter = std::env::var("THINKTERM_LOG")
         .ok()
         .unwrap_or_else(|| match cli.command {
-            Command::Run => {
+            Command::Run { .. } => {
                 thinkterm_sidecar::config::load(cli.config.as_deref())
                     .config
                     .log
@@ -49,7 +49,12 @@ fn main() {
     };
     let result = rt.block_on(async {
         match &cli.command {
-            Command::Run => {
+            Command::Run { detached } => {
+                if *detached {
+                    // Its own session, no controlling terminal: a hang-up of the caller's
+                    // session (ssh closing) does not reach it.
+                    let _ = rustix::process::setsid();
+                }
                 let opts = daemon::Options {
                     server: cli.server(),
                     config_path: cli.config.clone(),
@@ -62,7 +67,26 @@ fn main() {
                     Err(e) => Err(anyhow::anyhow!("the daemon task failed: {e}")),
                 }
             }
-            Command::Agents { json, attention } => cli::agents(&cli, *json, *attention).await,
+            Command::Agents {
+                json,
+                attention,
+                machine,
+            } => cli::agents(&cli, *json, *attention, machine.as_deref()).await,
+            Command::Bridge { start } => {
+                let addr = thinkterm_sidecar::tmux::server::ServerAddress::resolve(&cli.server());
+                let starter = |a: &thinkterm_sidecar::tmux::server::ServerAddress| {
+                    thinkterm_sidecar::remote::bridge::start_daemon(a, cli.config.as_deref())
+                };
+                let start_fn = || starter(&addr);
+                thinkterm_sidecar::remote::bridge::run(
+                    &addr,
+                    start.then_some(&start_fn as &dyn Fn() -> anyhow::Result<()>),
+                )
+                .await
+            }
+            Command::Machines { action } => {
+                thinkterm_sidecar::remote::commands::machines(&cli, action.as_ref()).await
+            }
             Command::Events { json } => cli::events(&cli, *json).await,
             Command::Config => {
                 let l = thinkterm_sidecar::config::load(cli.config.as_deref());
@@ -82,7 +106,7 @@ fn main() {
             },
             Command::Explain(args) => cli::explain(&cli, args).await,
             Command::Report(args) => cli::report(args),
-            Command::Focus { pane, client } => cli::focus(&cli, *pane, client.clone()).await,
+            Command::Focus { pane, client } => cli::focus(&cli, pane.clone(), client.clone()).await,
             Command::Status { format } => cli::status(&cli, format).await,
             Command::Panel { .. } => Ok(()),
         }

@@ -199,7 +199,8 @@ async fn notify_arrives_escaped_with_hints_and_a_click_comes_back() {
         Some(DesktopEvent::Clicked {
             pane: PaneId(9),
             window: WindowId(4),
-            id
+            id,
+            machine: None,
         })
     );
 }

@@ -68,7 +68,8 @@ fn the_panel_takes_a_snapshot_and_an_event_and_enter_sends_focus() {
         out.requests[0],
         Request::Focus {
             pane: PaneId(7),
-            client: None
+            client: None,
+            machine: None,
         }
     );
     assert!(

@@ -29,6 +29,9 @@ pub fn entries(text: &str) -> Result<Vec<Entry>, (usize, String)> {
 
 fn flatten(prefix: &str, table: toml::Table, out: &mut Vec<Entry>) {
     for (k, v) in table {
+        if prefix.is_empty() && k == MACHINES {
+            continue; // [[machines]]: see `machines`.
+        }
         let key = super::setting::join(prefix, &k);
         match v {
             toml::Value::Table(inner) => flatten(&key, inner, out),
@@ -38,6 +41,31 @@ fn flatten(prefix: &str, table: toml::Table, out: &mut Vec<Entry>) {
                 line: 1,
             }),
         }
+    }
+}
+
+/// The top-level array of tables that lists machines.
+pub const MACHINES: &str = "machines";
+
+/// The `[[machines]]` tables of `text`, each with the line of its header, in file order.
+pub fn machines(text: &str) -> Vec<(usize, toml::Value)> {
+    let Ok(mut table) = text.parse::<toml::Table>() else {
+        return Vec::new(); // The syntax error is reported by `entries`.
+    };
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim().starts_with(&format!("[[{MACHINES}]]")))
+        .map(|(i, _)| i + 1)
+        .collect();
+    match table.remove(MACHINES) {
+        Some(toml::Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (lines.get(i).copied().unwrap_or(1), v))
+            .collect(),
+        Some(other) => vec![(key_line(text, MACHINES), other)],
+        None => Vec::new(),
     }
 }
 

@@ -82,5 +82,14 @@ settings! {
         log: String = "info".into();
         /// The display switches.
         display: Display = Display::default();
+        /// This computer's name in the views that list machines (empty: the host name).
+        machine_name: String = String::new();
+        /// While another sidecar follows this one and takes its notifications (a laptop over
+        /// ssh), show them here too.
+        notify_when_followed: bool = false;
+        /// Notifications written to the terminal of the person's attached tmux client (for a
+        /// sidecar on a server with no desktop): `off`, `auto` (from what tmux knows of the
+        /// client's terminal), `osc777`, `osc9` or `osc99`.
+        terminal_notifications: String = "off".into();
     }
 }

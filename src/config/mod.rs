@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::ipc::schema::MachineSpec;
+
 pub use keys::{Config, Display, DisplaySwitches, MAX_FLOOD_PAUSE_KIB_S, MAX_READ_BATCH_MS};
 pub use setting::Key;
 use setting::{Input, SetError, Setting};
@@ -71,6 +73,8 @@ pub struct Loaded {
     pub path: PathBuf,
     /// [`DISABLE_SOUND_ENV`] was set: no sound, no notifications (S6.4).
     pub sound_disabled_by_env: bool,
+    /// The `[[machines]]` the file lists (each checked: a name, unique, and a way to reach it).
+    pub machines: Vec<MachineSpec>,
 }
 
 impl Loaded {
@@ -158,6 +162,7 @@ pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
         warnings: Vec::new(),
         path: path.clone(),
         sound_disabled_by_env: sound_disabled_in(env),
+        machines: Vec::new(),
     };
     match std::fs::read_to_string(&path) {
         Ok(text) => apply_file(&mut l, &text),
@@ -165,6 +170,19 @@ pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
         Err(e) => l
             .warnings
             .push(format!("{}: cannot read: {e}", path.display())),
+    }
+    if !TERMINAL_NOTIFICATIONS.contains(&l.config.terminal_notifications.as_str()) {
+        let at = l
+            .sources
+            .get("terminal_notifications")
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        l.warnings.push(format!(
+            "{at}: terminal_notifications = {:?} is not one of {}; off",
+            l.config.terminal_notifications,
+            TERMINAL_NOTIFICATIONS.join(", ")
+        ));
+        l.config.terminal_notifications = "off".into();
     }
     for key in keys() {
         let var = env_var(&key.name);
@@ -188,7 +206,33 @@ fn warning(at: &str, key: &str, e: &SetError) -> String {
     }
 }
 
+/// The values `terminal_notifications` takes.
+pub const TERMINAL_NOTIFICATIONS: [&str; 5] = ["off", "auto", "osc777", "osc9", "osc99"];
+
+/// Reads the `[[machines]]` tables: each must parse, have a name no other has, and a way to
+/// reach it (`ssh` or `command`); a bad one is left out with `file:line: why`.
+fn apply_machines(l: &mut Loaded, text: &str) {
+    let file = l.path.display().to_string();
+    for (line, value) in file::machines(text) {
+        let at = format!("{file}:{line}");
+        let spec: MachineSpec = match value.try_into() {
+            Ok(s) => s,
+            Err(e) => {
+                l.warnings
+                    .push(format!("{at}: [[machines]]: {}", e.message()));
+                continue;
+            }
+        };
+        if let Err(why) = crate::remote::spec::check(&spec, &l.machines) {
+            l.warnings.push(format!("{at}: [[machines]]: {why}"));
+            continue;
+        }
+        l.machines.push(spec);
+    }
+}
+
 fn apply_file(l: &mut Loaded, text: &str) {
+    apply_machines(l, text);
     let file = l.path.display().to_string();
     let entries = match file::entries(text) {
         Ok(e) => e,

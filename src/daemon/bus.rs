@@ -15,6 +15,8 @@ use crate::ipc::schema::Reply;
 pub const QUEUE: usize = 1024;
 /// How often a lagged subscriber is looked at again when nothing else happens.
 pub const LAG_RETRY: Duration = Duration::from_millis(50);
+/// A follower (another sidecar, often over ssh) gets a fresh snapshot at most this often.
+pub const FOLLOW_SNAPSHOTS: Duration = Duration::from_millis(500);
 
 /// What a subscriber asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,6 +25,21 @@ pub enum Wants {
     EventsAndSnapshots,
     /// Events only (`events --json`); a snapshot only to mend a lag.
     Events,
+    /// Another sidecar: this machine's own events, its snapshot at most every
+    /// [`FOLLOW_SNAPSHOTS`], and with `notifications` the decisions to notify and ring.
+    Follow {
+        /// It takes this machine's notifications and sounds.
+        notifications: bool,
+    },
+}
+
+/// Which panes a snapshot holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// This machine's and every connected machine's (what people look at).
+    All,
+    /// This machine's own (what a follower gets: its machines are not ours to relay).
+    Local,
 }
 
 struct Subscriber {
@@ -30,6 +47,42 @@ struct Subscriber {
     wants: Wants,
     /// Replies that did not fit since the last one that did (`Some` while lagging).
     dropped: Option<u64>,
+    /// A follower's snapshot is owed (something changed since the last one).
+    owed: bool,
+    /// When a follower last got a snapshot.
+    last: Option<Instant>,
+}
+
+impl Subscriber {
+    fn scope(&self) -> Scope {
+        match self.wants {
+            Wants::Follow { .. } => Scope::Local,
+            _ => Scope::All,
+        }
+    }
+
+    /// When this follower's owed snapshot may go.
+    fn owed_at(&self, now: Instant) -> Option<Instant> {
+        match (self.wants, self.owed) {
+            (Wants::Follow { .. }, true) => Some(self.owed_at_or(now)),
+            _ => None,
+        }
+    }
+
+    fn wants_snapshot(&self, changed: bool, now: Instant) -> bool {
+        if self.dropped.is_some() {
+            return self.tx.capacity() >= 2;
+        }
+        match self.wants {
+            Wants::EventsAndSnapshots => changed,
+            Wants::Events => false,
+            Wants::Follow { .. } => (changed || self.owed) && self.owed_at_or(now) <= now,
+        }
+    }
+
+    fn owed_at_or(&self, now: Instant) -> Instant {
+        self.last.map_or(now, |t| t + FOLLOW_SNAPSHOTS)
+    }
 }
 
 /// Every subscriber.
@@ -45,6 +98,8 @@ impl Bus {
             tx,
             wants,
             dropped: None,
+            owed: false,
+            last: None,
         });
     }
 
@@ -54,47 +109,95 @@ impl Bus {
         self.subs.len()
     }
 
-    /// Whether a snapshot should be built now: someone follows snapshots, or a lagged
-    /// subscriber has room to be mended.
-    pub fn wants_snapshot(&self, changed: bool) -> bool {
+    /// Whether a follower takes this machine's notifications and sounds now.
+    pub fn takes_notifications(&self) -> bool {
         self.subs.iter().any(|s| {
-            (changed && s.wants == Wants::EventsAndSnapshots && s.dropped.is_none())
-                || (s.dropped.is_some() && s.tx.capacity() >= 2)
+            matches!(
+                s.wants,
+                Wants::Follow {
+                    notifications: true
+                }
+            ) && !s.tx.is_closed()
         })
     }
 
-    /// Sends an event to every subscriber.
-    pub fn event(&mut self, event: &Reply) {
+    /// Whether a snapshot of `scope` should be built now: someone follows snapshots of it, or
+    /// a lagged subscriber has room to be mended. `changed`: something changed since the last
+    /// turn.
+    pub fn wants_snapshot(&self, scope: Scope, changed: bool, now: Instant) -> bool {
+        self.subs
+            .iter()
+            .any(|s| s.scope() == scope && s.wants_snapshot(changed, now))
+    }
+
+    /// Sends an event to every subscriber; `local`: about this machine's own panes (followers
+    /// get only those).
+    pub fn event(&mut self, event: &Reply, local: bool) {
         for s in &mut self.subs {
+            if s.scope() == Scope::Local && !local {
+                continue;
+            }
             offer(s, event);
         }
         self.prune();
     }
 
-    /// Sends a snapshot: to those who follow snapshots when `changed`, and to every lagged
-    /// subscriber that has room, after its `lagged` marker.
-    pub fn snapshot(&mut self, snapshot: &Reply, changed: bool) {
+    /// Sends a decision (`notify`, `sound`) to the followers that take them.
+    pub fn decision(&mut self, reply: &Reply) {
         for s in &mut self.subs {
+            if let Wants::Follow {
+                notifications: true,
+            } = s.wants
+            {
+                offer(s, reply);
+            }
+        }
+        self.prune();
+    }
+
+    /// Sends a snapshot of `scope`: to those who follow snapshots when `changed` (followers at
+    /// most every [`FOLLOW_SNAPSHOTS`]; one owed meanwhile goes when that passed), and to every
+    /// lagged subscriber that has room, after its `lagged` marker.
+    pub fn snapshot(&mut self, scope: Scope, snapshot: &Reply, changed: bool, now: Instant) {
+        for s in self.subs.iter_mut().filter(|s| s.scope() == scope) {
             if let Some(n) = s.dropped {
                 if s.tx.capacity() >= 2 {
                     // Both fit: the marker and the snapshot that mends the gap.
                     let _ = s.tx.try_send(Reply::Lagged { dropped: n });
                     let _ = s.tx.try_send(snapshot.clone());
                     s.dropped = None;
+                    s.owed = false;
+                    s.last = Some(now);
                 }
-            } else if changed && s.wants == Wants::EventsAndSnapshots {
-                offer(s, snapshot);
+                continue;
+            }
+            match s.wants {
+                Wants::EventsAndSnapshots if changed => offer(s, snapshot),
+                Wants::Follow { .. } if changed || s.owed => {
+                    if s.owed_at_or(now) <= now {
+                        offer(s, snapshot);
+                        s.owed = false;
+                        s.last = Some(now);
+                    } else {
+                        s.owed = true;
+                    }
+                }
+                _ => {}
             }
         }
         self.prune();
     }
 
-    /// When lagged subscribers should be looked at again (nothing else may wake the daemon).
+    /// When a subscriber should be looked at again though nothing happens: a lagged one, or
+    /// a follower whose snapshot is owed.
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
-        self.subs
+        let lag = self
+            .subs
             .iter()
             .any(|s| s.dropped.is_some())
-            .then_some(now + LAG_RETRY)
+            .then_some(now + LAG_RETRY);
+        let owed = self.subs.iter().filter_map(|s| s.owed_at(now)).min();
+        [lag, owed].into_iter().flatten().min()
     }
 
     fn prune(&mut self) {
@@ -131,6 +234,7 @@ mod tests {
             schema: SCHEMA_VERSION,
             panes: Vec::new(),
             windows: Vec::new(),
+            machines: Vec::new(),
         }
     }
 
@@ -143,9 +247,9 @@ mod tests {
         bus.add(tx, Wants::Events);
         let mut got = Vec::new();
         for i in 0..10_000 {
-            bus.event(&done(i));
-            if bus.wants_snapshot(false) {
-                bus.snapshot(&snap(), false);
+            bus.event(&done(i), true);
+            if bus.wants_snapshot(Scope::All, false, Instant::now()) {
+                bus.snapshot(Scope::All, &snap(), false, Instant::now());
             }
             // The reader takes one reply per three events.
             if i % 3 == 0 {
@@ -158,7 +262,7 @@ mod tests {
             got.push(r);
         }
         // The reader caught up: mend the last lag.
-        bus.snapshot(&snap(), false);
+        bus.snapshot(Scope::All, &snap(), false, Instant::now());
         while let Ok(r) = rx.try_recv() {
             got.push(r);
         }
@@ -196,13 +300,14 @@ mod tests {
         let (b, mut rb) = mpsc::channel(QUEUE);
         bus.add(a, Wants::EventsAndSnapshots);
         bus.add(b, Wants::Events);
-        assert!(bus.wants_snapshot(true));
-        assert!(!bus.wants_snapshot(false));
-        bus.snapshot(&snap(), true);
+        let t = Instant::now();
+        assert!(bus.wants_snapshot(Scope::All, true, t));
+        assert!(!bus.wants_snapshot(Scope::All, false, t));
+        bus.snapshot(Scope::All, &snap(), true, t);
         assert!(matches!(ra.try_recv(), Ok(Reply::Snapshot { .. })));
         assert!(rb.try_recv().is_err());
         drop(ra);
-        bus.event(&done(1));
+        bus.event(&done(1), true);
         assert_eq!(bus.len(), 1, "a closed subscriber goes");
         assert!(matches!(rb.try_recv(), Ok(Reply::Done { .. })));
     }
@@ -215,16 +320,62 @@ mod tests {
         let now = Instant::now();
         assert_eq!(bus.next_deadline(now), None);
         for i in 0..3 {
-            bus.event(&done(i));
+            bus.event(&done(i), true);
         }
         assert_eq!(bus.next_deadline(now), Some(now + LAG_RETRY));
-        assert!(!bus.wants_snapshot(false), "no room yet");
+        assert!(!bus.wants_snapshot(Scope::All, false, now), "no room yet");
         let _ = rx.try_recv();
         let _ = rx.try_recv();
-        assert!(bus.wants_snapshot(false));
-        bus.snapshot(&snap(), false);
+        assert!(bus.wants_snapshot(Scope::All, false, now));
+        bus.snapshot(Scope::All, &snap(), false, now);
         assert!(matches!(rx.try_recv(), Ok(Reply::Lagged { dropped: 1 })));
         assert!(matches!(rx.try_recv(), Ok(Reply::Snapshot { .. })));
         assert_eq!(bus.next_deadline(now), None);
+    }
+
+    #[test]
+    fn followers_get_their_machine_s_events_paced_snapshots_and_the_decisions() {
+        let mut bus = Bus::default();
+        let (f, mut rf) = mpsc::channel(QUEUE);
+        let (p, mut rp) = mpsc::channel(QUEUE);
+        bus.add(
+            f,
+            Wants::Follow {
+                notifications: true,
+            },
+        );
+        bus.add(p, Wants::EventsAndSnapshots);
+        assert!(bus.takes_notifications());
+        let t = Instant::now();
+        // A remote machine's event reaches the panel, not the follower.
+        bus.event(&done(1), false);
+        assert!(rf.try_recv().is_err());
+        assert!(matches!(rp.try_recv(), Ok(Reply::Done { .. })));
+        bus.event(&done(2), true);
+        assert!(matches!(rf.try_recv(), Ok(Reply::Done { .. })));
+        assert!(
+            matches!(rp.try_recv(), Ok(Reply::Done { .. })),
+            "local events reach all"
+        );
+        // Snapshots: the first at once, the next not before FOLLOW_SNAPSHOTS has passed.
+        assert!(bus.wants_snapshot(Scope::Local, true, t));
+        bus.snapshot(Scope::Local, &snap(), true, t);
+        assert!(matches!(rf.try_recv(), Ok(Reply::Snapshot { .. })));
+        let soon = t + Duration::from_millis(10);
+        assert!(!bus.wants_snapshot(Scope::Local, true, soon));
+        bus.snapshot(Scope::Local, &snap(), true, soon);
+        assert!(rf.try_recv().is_err(), "paced");
+        assert_eq!(bus.next_deadline(soon), Some(t + FOLLOW_SNAPSHOTS));
+        let later = t + FOLLOW_SNAPSHOTS;
+        assert!(bus.wants_snapshot(Scope::Local, false, later));
+        bus.snapshot(Scope::Local, &snap(), false, later);
+        assert!(matches!(rf.try_recv(), Ok(Reply::Snapshot { .. })));
+        // Decisions go to the follower that takes them only.
+        bus.decision(&done(3));
+        assert!(matches!(rf.try_recv(), Ok(Reply::Done { .. })));
+        assert!(rp.try_recv().is_err());
+        drop(rf);
+        bus.decision(&done(4));
+        assert!(!bus.takes_notifications());
     }
 }

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use futures_util::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 
-use super::bus::{Bus, Wants};
+use super::bus::{Bus, Scope, Wants};
 use super::capture::CaptureScheduler;
 use super::flood::FloodAction;
 use super::link::{Connected, Link};
+use super::machines::Machines;
 use super::notifier::Notifier;
 use super::panes::PaneEntry;
 use super::prober::Prober;
@@ -59,7 +60,9 @@ pub(super) enum Done {
 
 /// The daemon.
 pub(super) struct Daemon {
-    pub(super) tmux: PathBuf,
+    /// The `tmux` program, if there is one here (a laptop with only connected machines has
+    /// none: local tmux is then simply absent).
+    pub(super) tmux: Option<PathBuf>,
     pub(super) addr: ServerAddress,
     pub(super) config: Loaded,
     pub(super) config_path: Option<PathBuf>,
@@ -73,6 +76,10 @@ pub(super) struct Daemon {
     pub(super) notifier: Notifier,
     pub(super) sound: SoundPlayer,
     pub(super) bus: Bus,
+    /// Connected machines.
+    pub(super) machines: Machines,
+    /// When this daemon started (this computer's row in the machines list).
+    pub(super) started: Instant,
     /// Work in flight.
     pub(super) tasks: FuturesUnordered<Task>,
     /// A pane or window changed since subscribers last got a snapshot.
@@ -104,7 +111,7 @@ impl Daemon {
     /// A daemon with nothing attached yet, owning these parts.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
-        tmux: PathBuf,
+        tmux: Option<PathBuf>,
         addr: ServerAddress,
         config: Loaded,
         config_path: Option<PathBuf>,
@@ -112,6 +119,7 @@ impl Daemon {
         prober: Prober,
         notifier: Notifier,
         sound: SoundPlayer,
+        machines: Machines,
         pacing: Pacing,
         now: Instant,
     ) -> Daemon {
@@ -137,6 +145,8 @@ impl Daemon {
             notifier,
             sound,
             bus: Bus::default(),
+            machines,
+            started: now,
             tasks: FuturesUnordered::new(),
             changed: false,
             probe_at: None,
@@ -362,19 +372,67 @@ impl Daemon {
                 self.bus.add(m.reply, Wants::Events);
                 return;
             }
-            Request::Reload => return self.reload(Some(m.reply)),
-            Request::Explain { pane } => match self.panes.get(&pane) {
-                Some(p) => Reply::Value {
-                    value: p.explain(&self.rules.catalog),
-                },
-                None => Reply::Error {
-                    message: format!("no pane {pane}"),
-                },
+            Request::Follow { notifications } => {
+                let _ = m.reply.try_send(self.local_snapshot(now));
+                self.bus.add(m.reply, Wants::Follow { notifications });
+                return;
+            }
+            Request::Machines => Reply::Machines {
+                machines: self.machines.machine_rows(now, self.started),
             },
-            Request::Focus { pane, client } => {
+            Request::AddMachine { machine } => {
+                let name = machine.name.clone();
+                match self.machines.add(machine, now.at) {
+                    Ok(()) => {
+                        self.changed = true;
+                        Reply::Done {
+                            message: format!("Machine {name} added; connecting."),
+                        }
+                    }
+                    Err(message) => Reply::Error { message },
+                }
+            }
+            Request::Reload => return self.reload(Some(m.reply)),
+            Request::Explain { pane, machine } => {
+                let ask = Request::Explain {
+                    pane,
+                    machine: None,
+                };
+                if self.route(machine.as_deref(), ask, &m.reply) {
+                    return;
+                }
+                match self.panes.get(&pane) {
+                    Some(p) => Reply::Value {
+                        value: p.explain(&self.rules.catalog),
+                    },
+                    None => Reply::Error {
+                        message: format!("no pane {pane}"),
+                    },
+                }
+            }
+            Request::Focus {
+                pane,
+                client,
+                machine,
+            } => {
+                let ask = Request::Focus {
+                    pane,
+                    client: client.clone(),
+                    machine: None,
+                };
+                if self.route(machine.as_deref(), ask, &m.reply) {
+                    return;
+                }
                 return self.focus(now, pane, client.as_deref(), Some(m.reply));
             }
-            Request::Seen { pane } => {
+            Request::Seen { pane, machine } => {
+                let ask = Request::Seen {
+                    pane,
+                    machine: None,
+                };
+                if self.route(machine.as_deref(), ask, &m.reply) {
+                    return;
+                }
                 self.seen(now, pane);
                 Reply::Done {
                     message: format!("Results of {pane} seen."),
@@ -387,14 +445,20 @@ impl Daemon {
     /// What the notification server said.
     pub(super) fn on_desktop(&mut self, now: Now, e: DesktopEvent) {
         match e {
+            DesktopEvent::Clicked {
+                pane,
+                machine: Some(machine),
+                ..
+            } => self.focus_remote(&machine, pane),
             DesktopEvent::Clicked { pane, .. } => self.focus(now, pane, None, None),
             DesktopEvent::Closed { .. } => {}
             DesktopEvent::Unavailable(why) => tracing::debug!("notifications unavailable: {why}"),
         }
     }
 
-    /// Every pane and window now.
+    /// Every pane and window now: this computer's and every connected machine's.
     pub(super) fn snapshot(&self, now: Now) -> Reply {
+        let (panes, windows) = self.machines.rows();
         snapshot::build(
             now,
             &|w| self.windows.rollup.mark(w),
@@ -402,6 +466,30 @@ impl Daemon {
             self.inventory(),
             &self.panes,
             &self.rules.catalog,
+            snapshot::Machines {
+                local: &self.machines.local_name,
+                panes,
+                windows,
+                list: self.machines.machine_rows(now, self.started),
+            },
+        )
+    }
+
+    /// This computer's panes and windows only (what a follower gets).
+    pub(super) fn local_snapshot(&self, now: Now) -> Reply {
+        snapshot::build(
+            now,
+            &|w| self.windows.rollup.mark(w),
+            self.window_rows(now),
+            self.inventory(),
+            &self.panes,
+            &self.rules.catalog,
+            snapshot::Machines {
+                local: &self.machines.local_name,
+                panes: Vec::new(),
+                windows: Vec::new(),
+                list: Vec::new(),
+            },
         )
     }
 
@@ -409,9 +497,13 @@ impl Daemon {
     /// lagged ones are mended when they have room.
     pub(super) fn flush(&mut self, now: Now) {
         let changed = std::mem::take(&mut self.changed);
-        if self.bus.wants_snapshot(changed) {
+        if self.bus.wants_snapshot(Scope::All, changed, now.at) {
             let snap = self.snapshot(now);
-            self.bus.snapshot(&snap, changed);
+            self.bus.snapshot(Scope::All, &snap, changed, now.at);
+        }
+        if self.bus.wants_snapshot(Scope::Local, changed, now.at) {
+            let snap = self.local_snapshot(now);
+            self.bus.snapshot(Scope::Local, &snap, changed, now.at);
         }
     }
 

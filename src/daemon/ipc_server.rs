@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 
 use crate::ipc::framing::{self, FrameError};
 use crate::ipc::schema::{Reply, Request};
-use crate::ipc::write_reply;
+use crate::ipc::{decode_request, write_tagged};
 
 /// One request from a client, with the way back.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
         let core = core.clone();
         tokio::spawn(async move {
             let (r, mut w) = stream.into_split();
-            let (out_tx, mut out_rx) = mpsc::channel::<Reply>(super::bus::QUEUE);
+            let (out_tx, mut out_rx) = mpsc::channel::<(Option<u64>, Reply)>(super::bus::QUEUE);
             let close = std::sync::Arc::new(tokio::sync::Notify::new());
             let closed = close.clone();
             tokio::spawn(async move {
@@ -42,15 +42,15 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                         () = closed.notified() => {
                             // What is queued (the error last) still goes out, then the socket
                             // closes.
-                            while let Ok(reply) = out_rx.try_recv() {
-                                if write_reply(&mut w, &reply).await.is_err() {
+                            while let Ok((id, reply)) = out_rx.try_recv() {
+                                if write_tagged(&mut w, id, &reply).await.is_err() {
                                     break;
                                 }
                             }
                             return;
                         }
                         reply = out_rx.recv() => match reply {
-                            Some(reply) if write_reply(&mut w, &reply).await.is_ok() => {}
+                            Some((id, reply)) if write_tagged(&mut w, id, &reply).await.is_ok() => {}
                             _ => return,
                         },
                     }
@@ -63,7 +63,7 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                     Ok(true) => {}
                     Err(e @ FrameError::TooLong { .. }) => {
                         let message = format!("bad request: {e}; closing the connection");
-                        let _ = out_tx.send(Reply::Error { message }).await;
+                        let _ = out_tx.send((None, Reply::Error { message })).await;
                         close.notify_one();
                         return;
                     }
@@ -72,18 +72,24 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                 if line.trim_ascii().is_empty() {
                     continue;
                 }
-                let request: Request = match serde_json::from_slice(&line) {
+                let (id, request) = match decode_request(&line) {
                     Ok(r) => r,
                     Err(e) => {
                         let _ = out_tx
-                            .send(Reply::Error {
-                                message: format!("bad request: {e}"),
-                            })
+                            .send((
+                                None,
+                                Reply::Error {
+                                    message: format!("bad request: {e}"),
+                                },
+                            ))
                             .await;
                         continue;
                     }
                 };
-                let streaming = matches!(request, Request::Subscribe | Request::Events);
+                let streaming = matches!(
+                    request,
+                    Request::Subscribe | Request::Events | Request::Follow { .. }
+                );
                 let (tx, mut rx) = mpsc::channel(super::bus::QUEUE);
                 if core.send(IpcMessage { request, reply: tx }).await.is_err() {
                     return;
@@ -91,7 +97,7 @@ pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
                 let out = out_tx.clone();
                 tokio::spawn(async move {
                     while let Some(reply) = rx.recv().await {
-                        if out.send(reply).await.is_err() || !streaming {
+                        if out.send((id, reply)).await.is_err() || !streaming {
                             return;
                         }
                     }

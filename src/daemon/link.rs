@@ -109,10 +109,14 @@ impl Link {
 }
 
 impl Daemon {
-    /// Starts connecting to the server (in flight until [`Done::Connected`]).
+    /// Starts connecting to the server (in flight until [`Done::Connected`]); without tmux
+    /// here, there is nothing to connect to.
     pub(super) fn connect(&mut self) {
+        let Some(tmux) = self.tmux.clone() else {
+            return;
+        };
         self.link.connecting = true;
-        let (tmux, addr, pacing) = (self.tmux.clone(), self.addr.clone(), self.pacing.clone());
+        let (addr, pacing) = (self.addr.clone(), self.pacing.clone());
         let done_path = self.done_path();
         self.tasks.push(Box::pin(async move {
             let connected = tokio::time::timeout(CONNECT_TIMEOUT, async {

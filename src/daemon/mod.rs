@@ -16,7 +16,8 @@
 //! - [`windows`]: the rollup, what it was told about windows being looked at, the done file;
 //! - [`status_line`]: the options last set, the spinner's frame and next frame;
 //! - [`notifier`]: the throttle, the display switches, the focus facts, the desktop handle;
-//! - [`bus`]: the subscribers and their lag;
+//! - [`bus`]: the subscribers and their lag (followers: other sidecars);
+//! - [`machines`]: connected machines: their links, reachability, panes, pending requests;
 //! - [`ruleset`]: the rules in force and what the overrides folder held;
 //! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket.
 
@@ -26,6 +27,7 @@ mod core;
 mod flood;
 mod ipc_server;
 mod link;
+mod machines;
 mod notifier;
 mod pane_flow;
 mod panes;
@@ -92,6 +94,10 @@ pub struct Fatal {
 /// What woke the core loop.
 enum Wake {
     Observed(Observed),
+    Link(
+        crate::remote::link::MachineIndex,
+        crate::remote::link::LinkEvent,
+    ),
     Done(core::Done),
     Probed(prober::Probed),
     Ipc(IpcMessage),
@@ -103,13 +109,21 @@ enum Wake {
 
 /// Runs the daemon until SIGINT or SIGTERM.
 pub async fn run(opts: Options) -> anyhow::Result<()> {
-    let tmux = crate::tmux::server::find_tmux().ok_or_else(|| Fatal {
-        message: "tmux is not installed (not found on PATH); install tmux 3.2 or later".into(),
-        code: EXIT_NO_TMUX,
-    })?;
     let config = crate::config::load(opts.config_path.as_deref());
     for w in &config.warnings {
         tracing::warn!("{w}");
+    }
+    let tmux = crate::tmux::server::find_tmux();
+    if tmux.is_none() {
+        if config.machines.is_empty() {
+            return Err(Fatal {
+                message: "tmux is not installed (not found on PATH); install tmux 3.2 or later"
+                    .into(),
+                code: EXIT_NO_TMUX,
+            }
+            .into());
+        }
+        tracing::info!("no tmux here: serving the connected machines only");
     }
     let addr = ServerAddress::resolve(&opts.server);
     let sock = crate::ipc::socket_path(&addr);
@@ -142,6 +156,13 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     let (rules, summary) = ruleset::RuleSet::load(&crate::paths::rules_dir());
     tracing::debug!("{summary}");
     let sound = sound_player(&config);
+    let (link_tx, mut link_rx) = mpsc::channel(crate::remote::link::QUEUE);
+    let machines = machines::Machines::new(
+        machines::local_name(&config.config.machine_name),
+        &config.machines,
+        link_tx,
+        Instant::now(),
+    );
     let mut d = core::Daemon::new(
         tmux,
         addr,
@@ -151,6 +172,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         prober,
         notifier,
         sound,
+        machines,
         pacing,
         Instant::now(),
     );
@@ -171,6 +193,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             o = next_observed(&mut d.link.observer) => Wake::Observed(o),
             Some(done) = d.tasks.next(), if !d.tasks.is_empty() => Wake::Done(done),
             Some(p) = probed_rx.recv() => Wake::Probed(p),
+            Some((i, e)) = link_rx.recv() => Wake::Link(i, e),
             Some(m) = ipc_rx.recv() => Wake::Ipc(m),
             Some(e) = recv_opt(&mut desktop_rx) => Wake::Desktop(e),
             _ = &mut sleep => {
@@ -186,6 +209,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             Wake::Observed(o) => d.on_observed(now, o),
             Wake::Done(done) => d.on_done(now, done).await,
             Wake::Probed(p) => d.on_probed(now, p),
+            Wake::Link(i, e) => d.on_link(now, i, e),
             Wake::Ipc(m) => d.on_ipc(now, m),
             Wake::Desktop(e) => d.on_desktop(now, e),
             Wake::Deadline => {

@@ -3,14 +3,18 @@
 //! config's), when (the 30 s per-window throttle, a later one replacing the pending one), and
 //! withdrawing a window's notification when the person looks at it. The one owner of the
 //! throttle, the switches, the focus facts the rule needs and the handle on the desktop task.
-//! Decisions are pure and take `now`; [`Notifier::send`] is the edge.
+//!
+//! Deciding and showing are apart: a decision ([`Notifier::offer`], [`Notifier::due`]) may be
+//! shown here ([`Notifier::show`]) or sent to a follower that shows it on its desktop, with its
+//! switches and the machine's name (a sidecar on a laptop following this one over ssh).
+//! Decisions are pure and take `now`; showing is the edge.
 
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use crate::effects::background::{is_background, BackgroundRule, ClientView};
 use crate::effects::desktop::Desktop;
-use crate::effects::notification::{self, DisplaySwitches, Note, NoteInput};
+use crate::effects::notification::{self, DisplaySwitches, NoteInput};
 use crate::effects::throttle::Throttle;
 use crate::ids::WindowId;
 
@@ -27,7 +31,7 @@ struct PanelView {
 pub struct Notifier {
     desktop: Option<Desktop>,
     desktop_entry: Option<String>,
-    throttle: Throttle<Note>,
+    throttle: Throttle<NoteInput>,
     /// tmux reports focus (`focus-events on`).
     focus_events: bool,
     /// The config forces the "not shown" rule.
@@ -94,28 +98,25 @@ impl Notifier {
         self.panel.switches.unwrap_or(self.config_switches)
     }
 
-    /// A notification may be due for `input.window`: the note to send now, or `None` (the
+    /// A notification may be due for `input.window`: the one to show now, or `None` (the
     /// terminal is in front, or the window's throttle holds it for later).
     pub fn offer(
         &mut self,
         now: Instant,
         clients: &[ClientView],
-        input: &NoteInput,
-    ) -> Option<Note> {
-        if !self.is_on() {
-            return None;
-        }
+        input: NoteInput,
+    ) -> Option<NoteInput> {
         let rule = BackgroundRule::choose(self.focus_events, self.without_focus);
         if !is_background(clients, input.window, rule) {
             tracing::debug!(window = %input.window, "not notifying: the terminal is in front");
             return None;
         }
-        let note = notification::build(input, &self.switches(), self.desktop_entry.as_deref());
-        self.throttle.offer(now, input.window, note)
+        let window = input.window;
+        self.throttle.offer(now, window, input)
     }
 
-    /// Notes whose throttle interval ended.
-    pub fn due(&mut self, now: Instant) -> Vec<Note> {
+    /// Notifications whose throttle interval ended.
+    pub fn due(&mut self, now: Instant) -> Vec<NoteInput> {
         self.throttle.due(now)
     }
 
@@ -143,12 +144,21 @@ impl Notifier {
         self.throttle = Throttle::default();
     }
 
-    /// Shows a note (the desktop task has its own time limits; this never waits).
-    pub fn send(&self, note: Note) {
-        if let Some(d) = &self.desktop {
-            tracing::debug!(summary = %note.summary, "notify");
-            d.show(note);
+    /// Shows a notification with this machine's switches; `machine` names the connected
+    /// machine it is about (None: this computer), before its summary. The desktop task has its
+    /// own time limits: this never waits.
+    pub fn show(&self, input: &NoteInput, machine: Option<&str>) {
+        let Some(d) = &self.desktop else { return };
+        let mut note = notification::build(input, &self.switches(), self.desktop_entry.as_deref());
+        if let Some(m) = machine {
+            note.summary = notification::cut(
+                &format!("{} · {}", notification::one_line(m), note.summary),
+                notification::SUMMARY_MAX_CHARS,
+            );
+            note.machine = Some(m.to_string());
         }
+        tracing::debug!(summary = %note.summary, "notify");
+        d.show(note);
     }
 }
 
@@ -208,24 +218,22 @@ mod tests {
         let mut n = notifier();
         let t = Instant::now();
         // Without focus events: a window shown in a client is in front.
-        assert!(n.offer(t, &[person(1, true)], &input(1)).is_none());
+        assert!(n.offer(t, &[person(1, true)], input(1)).is_none());
         let first = n
-            .offer(t, &[person(2, true)], &input(1))
+            .offer(t, &[person(2, true)], input(1))
             .expect("background");
-        assert!(first.summary.contains("s:w"), "{}", first.summary);
+        assert_eq!(first.window, WindowId(1));
         // Within 30 s the next one waits, and is due when the interval ends.
-        assert!(n
-            .offer(t + Duration::from_secs(5), &[], &input(1))
-            .is_none());
+        assert!(n.offer(t + Duration::from_secs(5), &[], input(1)).is_none());
         assert_eq!(n.next_deadline(), Some(t + Duration::from_secs(30)));
         assert_eq!(n.due(t + Duration::from_secs(30)).len(), 1);
         // With focus events, any focused terminal means the person is at it.
         n.set_focus_events(true);
         assert!(n
-            .offer(t + Duration::from_secs(60), &[person(2, true)], &input(3))
+            .offer(t + Duration::from_secs(60), &[person(2, true)], input(3))
             .is_none());
         assert!(n
-            .offer(t + Duration::from_secs(60), &[person(2, false)], &input(3))
+            .offer(t + Duration::from_secs(60), &[person(2, false)], input(3))
             .is_some());
     }
 
@@ -233,10 +241,8 @@ mod tests {
     async fn looking_drops_a_held_note_and_the_panel_view_wins_over_the_config() {
         let mut n = notifier();
         let t = Instant::now();
-        assert!(n.offer(t, &[], &input(1)).is_some());
-        assert!(n
-            .offer(t + Duration::from_secs(1), &[], &input(1))
-            .is_none());
+        assert!(n.offer(t, &[], input(1)).is_some());
+        assert!(n.offer(t + Duration::from_secs(1), &[], input(1)).is_none());
         n.looked_at(WindowId(1));
         assert!(n.due(t + Duration::from_secs(31)).is_empty());
         let off = DisplaySwitches {
@@ -245,16 +251,18 @@ mod tests {
         };
         n.panel_read(Some(SystemTime::UNIX_EPOCH), Some(off));
         assert_eq!(n.switches(), off);
-        let shown = n
-            .offer(t + Duration::from_secs(60), &[], &input(2))
+        let decided = n
+            .offer(t + Duration::from_secs(60), &[], input(2))
             .expect("note");
+        // What is shown is built with the switches in force.
+        let shown = notification::build(&decided, &n.switches(), None);
         assert!(!shown.body.contains("Approve"), "{}", shown.body);
         n.panel_read(None, None);
         assert_eq!(n.switches(), DisplaySwitches::default());
     }
 
     #[test]
-    fn without_a_desktop_nothing_is_offered() {
+    fn without_a_desktop_decisions_are_still_made_for_a_follower() {
         let mut n = Notifier::new(
             None,
             None,
@@ -262,6 +270,7 @@ mod tests {
             DisplaySwitches::default(),
             PathBuf::new(),
         );
-        assert!(n.offer(Instant::now(), &[], &input(1)).is_none());
+        assert!(!n.is_on());
+        assert!(n.offer(Instant::now(), &[], input(1)).is_some());
     }
 }

@@ -225,9 +225,10 @@ impl Daemon {
             kind: new.report.kind,
             progress: new.report.progress,
             window_mark: self.windows.rollup.mark(info.window),
+            machine: Some(self.machines.local_name.clone()),
         };
         tracing::debug!(pane = %pane, old = ?ev.old, new = ?ev.new, source = ?ev.source, "state change");
-        self.bus.event(&Reply::Event(ev));
+        self.bus.event(&Reply::Event(ev), true);
     }
 
     /// A capture round's screens arrived: classify them.

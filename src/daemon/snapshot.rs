@@ -5,10 +5,25 @@ use std::collections::HashMap;
 use super::panes::PaneEntry;
 use crate::clock::Now;
 use crate::ids::{PaneId, WindowId};
-use crate::ipc::schema::{PaneRow, Reply, StateSource, WindowMark, WindowRow, SCHEMA_VERSION};
+use crate::ipc::schema::{
+    MachineRow, PaneRow, Reply, StateSource, WindowMark, WindowRow, SCHEMA_VERSION,
+};
 use crate::process::identify::Identity;
 use crate::rules::Catalog;
 use crate::tmux::inventory::Inventory;
+
+/// What the snapshot says of machines: this computer's name (its rows carry it), the rows of
+/// connected machines (already named), and the machines list.
+pub struct Machines<'a> {
+    /// This computer's name.
+    pub local: &'a str,
+    /// Connected machines' panes.
+    pub panes: Vec<PaneRow>,
+    /// Connected machines' windows.
+    pub windows: Vec<WindowRow>,
+    /// This computer and each connected machine.
+    pub list: Vec<MachineRow>,
+}
 
 /// The snapshot of everything now.
 pub fn build(
@@ -18,6 +33,7 @@ pub fn build(
     inv: Option<&Inventory>,
     panes: &HashMap<PaneId, PaneEntry>,
     catalog: &Catalog,
+    machines: Machines<'_>,
 ) -> Reply {
     let mut rows = Vec::new();
     if let Some(inv) = inv {
@@ -67,16 +83,27 @@ pub fn build(
                 subtasks: st.map(|s| s.report.subtasks.clone()).unwrap_or_default(),
                 since_ms: st.map(|s| now.unix_ms_of(s.since)).unwrap_or(0),
                 window_mark: mark(p.window),
+                machine: Some(machines.local.to_string()),
             });
         }
     }
     rows.sort_by(|a, b| {
         (a.session, a.window_index, a.pane_index).cmp(&(b.session, b.window_index, b.pane_index))
     });
+    rows.extend(machines.panes);
+    let mut windows: Vec<WindowRow> = windows
+        .into_iter()
+        .map(|mut w| {
+            w.machine = Some(machines.local.to_string());
+            w
+        })
+        .collect();
+    windows.extend(machines.windows);
     Reply::Snapshot {
         schema: SCHEMA_VERSION,
         panes: rows,
         windows,
+        machines: machines.list,
     }
 }
 

@@ -21,7 +21,7 @@ use crate::effects::notification::{NoteInput, NoteKind};
 use crate::ids::{PaneId, SessionId, WindowId};
 use crate::ipc::schema::{Reply, WindowRow};
 use crate::pane::PaneStatus;
-use crate::state::WindowMark;
+use crate::state::{Sound, WindowMark};
 use crate::thread::{persist, NotifyReason, Rollup, RollupEffect, RollupInput};
 use crate::tmux::command::line;
 use crate::tmux::connection::Connection;
@@ -124,9 +124,23 @@ impl Daemon {
                     self.changed = true;
                     self.refresh_window_options(now, window);
                 }
-                RollupEffect::Sound { sound, .. } => {
-                    let played = self.sound.play(sound);
-                    tracing::debug!(?played, ?sound, "sound");
+                RollupEffect::Sound { sound, window } => {
+                    // A follower that takes this machine's notifications rings it on its side.
+                    let followed = self.bus.takes_notifications();
+                    if followed {
+                        let name = match sound {
+                            Sound::Done => "done",
+                            Sound::Waiting => "waiting",
+                        };
+                        self.bus.decision(&Reply::Sound {
+                            sound: name.into(),
+                            window,
+                        });
+                    }
+                    if !followed || self.config.config.notify_when_followed {
+                        let played = self.sound.play(sound);
+                        tracing::debug!(?played, ?sound, "sound");
+                    }
                 }
                 RollupEffect::Notify {
                     window,
@@ -291,7 +305,7 @@ impl Daemon {
         pane: Option<PaneId>,
         message: Option<String>,
     ) {
-        if !self.notifier.is_on() {
+        if !self.notifier.is_on() && !self.bus.takes_notifications() {
             return;
         }
         let Some(inv) = self.inventory() else { return };
@@ -327,15 +341,28 @@ impl Daemon {
             subtasks: report.subtasks,
         };
         let clients = client_views(inv);
-        if let Some(note) = self.notifier.offer(now.at, &clients, &input) {
-            self.notifier.send(note);
+        if let Some(decided) = self.notifier.offer(now.at, &clients, input) {
+            self.deliver(&decided);
         }
     }
 
     /// Sends notes whose throttle interval ended.
     pub(super) fn send_due_notes(&mut self, now: Now) {
-        for note in self.notifier.due(now.at) {
-            self.notifier.send(note);
+        for decided in self.notifier.due(now.at) {
+            self.deliver(&decided);
+        }
+    }
+
+    /// A decided notification: to the followers that take this machine's notifications, and
+    /// shown here unless one does (or the config wants both).
+    fn deliver(&mut self, decided: &NoteInput) {
+        let followed = self.bus.takes_notifications();
+        if followed {
+            self.bus
+                .decision(&Reply::Notify(super::machines::note_request(decided)));
+        }
+        if !followed || self.config.config.notify_when_followed {
+            self.notifier.show(decided, None);
         }
     }
 
@@ -435,6 +462,7 @@ impl Daemon {
                 pane: view.as_ref().and_then(|v| v.pane),
                 message: view.as_ref().and_then(|v| v.message.clone()),
                 since_ms: view.map(|v| now.unix_ms_of(v.since)).unwrap_or(0),
+                machine: None,
             });
         }
         rows.sort_by_key(|r| (r.session, r.window_index));

@@ -65,6 +65,8 @@ pub enum DesktopEvent {
         window: WindowId,
         /// The notification id.
         id: u32,
+        /// The connected machine the pane is on (None: this computer).
+        machine: Option<String>,
     },
     /// A notification went away (dismissed, expired or closed by us).
     Closed {
@@ -74,6 +76,8 @@ pub enum DesktopEvent {
         window: WindowId,
         /// The notification id.
         id: u32,
+        /// The connected machine the pane is on (None: this computer).
+        machine: Option<String>,
     },
     /// The bus or the server stopped answering (sent once per outage; also logged).
     Unavailable(String),
@@ -102,8 +106,11 @@ impl Default for DesktopConfig {
 
 enum Cmd {
     Notify(Note, Option<oneshot::Sender<Option<u32>>>),
-    CloseWindow(WindowId),
+    CloseWindow(Option<String>, WindowId),
 }
+
+/// Where a notification points: the machine (None: this computer), the window, the pane.
+type Target = (Option<String>, WindowId, PaneId);
 
 /// Handle on the notification task; cheap to clone. The task ends when every handle is dropped.
 #[derive(Clone, Debug)]
@@ -146,7 +153,7 @@ impl Desktop {
 
     /// Closes the window's notification, if one is shown (the person looked at the window).
     pub fn close_window(&self, window: WindowId) {
-        let _ = self.cmds.try_send(Cmd::CloseWindow(window));
+        let _ = self.cmds.try_send(Cmd::CloseWindow(None, window));
     }
 }
 
@@ -169,8 +176,8 @@ struct Task {
     live: Option<Live>,
     retry_at: Option<Instant>,
     healthy: bool,
-    by_id: HashMap<u32, (PaneId, WindowId)>,
-    by_window: HashMap<WindowId, u32>,
+    by_id: HashMap<u32, Target>,
+    by_window: HashMap<(Option<String>, WindowId), u32>,
 }
 
 async fn next_signal(live: &mut Option<Live>) -> Option<BusSignal> {
@@ -192,7 +199,7 @@ impl Task {
                             let _ = r.send(id);
                         }
                     }
-                    Some(Cmd::CloseWindow(window)) => self.close_window(window).await,
+                    Some(Cmd::CloseWindow(machine, window)) => self.close_window(machine, window).await,
                 },
                 sig = next_signal(&mut self.live) => match sig {
                     Some(sig) => self.signal(sig),
@@ -205,17 +212,28 @@ impl Task {
     fn signal(&mut self, sig: BusSignal) {
         match sig {
             BusSignal::Action(id, key) if key == "default" => {
-                if let Some(&(pane, window)) = self.by_id.get(&id) {
-                    self.event(DesktopEvent::Clicked { pane, window, id });
+                if let Some((machine, window, pane)) = self.by_id.get(&id).cloned() {
+                    self.event(DesktopEvent::Clicked {
+                        pane,
+                        window,
+                        id,
+                        machine,
+                    });
                 }
             }
             BusSignal::Action(..) => {}
             BusSignal::Closed(id) => {
-                if let Some((pane, window)) = self.by_id.remove(&id) {
-                    if self.by_window.get(&window) == Some(&id) {
-                        self.by_window.remove(&window);
+                if let Some((machine, window, pane)) = self.by_id.remove(&id) {
+                    let key = (machine, window);
+                    if self.by_window.get(&key) == Some(&id) {
+                        self.by_window.remove(&key);
                     }
-                    self.event(DesktopEvent::Closed { pane, window, id });
+                    self.event(DesktopEvent::Closed {
+                        pane,
+                        window,
+                        id,
+                        machine: key.0,
+                    });
                 }
             }
         }
@@ -291,7 +309,8 @@ impl Task {
             }
         }
         let live = self.live.as_ref()?;
-        let replaces = self.by_window.get(&note.window).copied().unwrap_or(0);
+        let key = (note.machine.clone(), note.window);
+        let replaces = self.by_window.get(&key).copied().unwrap_or(0);
         let pane = note.pane.to_string();
         let mut hints: HashMap<&str, Value<'_>> = HashMap::new();
         hints.insert("urgency", Value::U8(note.urgency.byte()));
@@ -326,8 +345,9 @@ impl Task {
                 if !std::mem::replace(&mut self.healthy, true) {
                     tracing::info!("desktop notifications work again");
                 }
-                self.by_id.insert(id, (note.pane, note.window));
-                self.by_window.insert(note.window, id);
+                self.by_id
+                    .insert(id, (note.machine.clone(), note.window, note.pane));
+                self.by_window.insert(key, id);
                 Some(id)
             }
             // The bus answered: the server is gone or refused. Keep the connection.
@@ -344,8 +364,11 @@ impl Task {
         }
     }
 
-    async fn close_window(&mut self, window: WindowId) {
-        let (Some(id), Some(live)) = (self.by_window.remove(&window), self.live.as_ref()) else {
+    async fn close_window(&mut self, machine: Option<String>, window: WindowId) {
+        let (Some(id), Some(live)) = (
+            self.by_window.remove(&(machine, window)),
+            self.live.as_ref(),
+        ) else {
             return;
         };
         match tokio::time::timeout(self.config.call_timeout, live.proxy.close_notification(id))

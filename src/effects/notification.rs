@@ -43,6 +43,25 @@ impl NoteKind {
         }
     }
 
+    /// The wire word (`done`, `blocked`, `error`), for a note relayed between sidecars.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoteKind::Done => "done",
+            NoteKind::Blocked => "blocked",
+            NoteKind::Error => "error",
+        }
+    }
+
+    /// Parses the wire word.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "done" => Some(NoteKind::Done),
+            "blocked" => Some(NoteKind::Blocked),
+            "error" => Some(NoteKind::Error),
+            _ => None,
+        }
+    }
+
     /// The notification's category hint (freedesktop `x-vendor.class` form).
     pub fn category(self) -> &'static str {
         match self {
@@ -122,6 +141,9 @@ pub struct Note {
     pub category: &'static str,
     /// `desktop-entry` hint, only when that desktop file is installed.
     pub desktop_entry: Option<String>,
+    /// The connected machine the window is on (None: this computer); with `window`, what a
+    /// later notification replaces and what a click goes to.
+    pub machine: Option<String>,
 }
 
 /// Builds the notification. `desktop_entry` is [`installed_desktop_entry`]'s answer.
@@ -175,6 +197,7 @@ pub fn build(input: &NoteInput, switches: &DisplaySwitches, desktop_entry: Optio
         },
         category: input.kind.category(),
         desktop_entry: desktop_entry.map(str::to_string),
+        machine: None,
     }
 }
 

@@ -102,17 +102,126 @@ impl Client {
 /// Writes one reply as a JSON line. A reply longer than [`framing::MAX_REPLY_LINE`] (which no
 /// client would read) goes out as an error reply that says how long it was.
 pub async fn write_reply(w: &mut (impl AsyncWriteExt + Unpin), reply: &Reply) -> io::Result<()> {
-    let line = match framing::REPLY.encode(reply) {
-        Err(e @ framing::FrameError::TooLong { .. }) => framing::REPLY.encode(&Reply::Error {
-            message: format!("the daemon could not send its answer: {e}"),
-        })?,
+    write_tagged(w, None, reply).await
+}
+
+/// [`write_reply`] with the id of the request it answers, when that request carried one.
+pub async fn write_tagged(
+    w: &mut (impl AsyncWriteExt + Unpin),
+    id: Option<u64>,
+    reply: &Reply,
+) -> io::Result<()> {
+    let line = match encode_tagged(id, reply) {
+        Err(e @ framing::FrameError::TooLong { .. }) => encode_tagged(
+            id,
+            &Reply::Error {
+                message: format!("the daemon could not send its answer: {e}"),
+            },
+        )?,
         other => other?,
     };
     w.write_all(&line).await
 }
 
+// Requests may carry an `"id"` (a number) beside their `"request"`; every reply to such a
+// request carries the same `"id"`. A connection that mixes a stream with requests (a machine
+// link: `follow`, then `focus`…) tells the replies apart that way. Without an id nothing
+// changes: the protocol stays what it was.
+
+/// The `"id"` member of a request or reply object.
+const ID: &str = "id";
+
+fn with_id(value: serde_json::Value, id: Option<u64>) -> serde_json::Value {
+    match (value, id) {
+        (serde_json::Value::Object(mut m), Some(id)) => {
+            m.insert(ID.into(), id.into());
+            serde_json::Value::Object(m)
+        }
+        (v, _) => v,
+    }
+}
+
+fn take_id(value: &mut serde_json::Value) -> Option<u64> {
+    value
+        .as_object_mut()
+        .and_then(|m| m.remove(ID))
+        .and_then(|v| v.as_u64())
+}
+
+/// A request as one line, with its id when it has one.
+pub fn encode_request(id: Option<u64>, request: &Request) -> Result<Vec<u8>, framing::FrameError> {
+    let v = serde_json::to_value(request).map_err(|source| framing::FrameError::Json {
+        what: framing::REQUEST.what,
+        source,
+    })?;
+    framing::REQUEST.encode(&with_id(v, id))
+}
+
+/// A request line's id (if any) and request.
+pub fn decode_request(line: &[u8]) -> Result<(Option<u64>, Request), framing::FrameError> {
+    let mut v: serde_json::Value = framing::REQUEST.decode(line)?;
+    let id = take_id(&mut v);
+    let request = serde_json::from_value(v).map_err(|source| framing::FrameError::Json {
+        what: framing::REQUEST.what,
+        source,
+    })?;
+    Ok((id, request))
+}
+
+/// A reply as one line, with the id of its request when that had one.
+pub fn encode_tagged(id: Option<u64>, reply: &Reply) -> Result<Vec<u8>, framing::FrameError> {
+    let v = serde_json::to_value(reply).map_err(|source| framing::FrameError::Json {
+        what: framing::REPLY.what,
+        source,
+    })?;
+    framing::REPLY.encode(&with_id(v, id))
+}
+
+/// A reply line's id (if any) and reply.
+pub fn decode_tagged(line: &[u8]) -> Result<(Option<u64>, Reply), framing::FrameError> {
+    let mut v: serde_json::Value = framing::REPLY.decode(line)?;
+    let id = take_id(&mut v);
+    let reply = serde_json::from_value(v).map_err(|source| framing::FrameError::Json {
+        what: framing::REPLY.what,
+        source,
+    })?;
+    Ok((id, reply))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ids_travel_beside_requests_and_replies_and_are_optional() {
+        use super::*;
+        use crate::ids::PaneId;
+        let focus = Request::Focus {
+            pane: PaneId(3),
+            client: None,
+            machine: None,
+        };
+        let line = encode_request(Some(7), &focus).expect("encodes");
+        let text = String::from_utf8_lossy(&line);
+        assert!(
+            text.contains("\"id\":7") && text.contains("\"request\":\"focus\""),
+            "{text}"
+        );
+        let (id, back) = decode_request(&line[..line.len() - 1]).expect("decodes");
+        assert_eq!((id, back), (Some(7), focus.clone()));
+        // Without an id: the line an older client sends.
+        let (id, _) = decode_request(br#"{"request":"focus","pane":"%3"}"#).expect("old form");
+        assert_eq!(id, None);
+        let done = Reply::Done {
+            message: "ok".into(),
+        };
+        let line = encode_tagged(Some(7), &done).expect("encodes");
+        assert_eq!(
+            decode_tagged(&line[..line.len() - 1]).expect("decodes"),
+            (Some(7), done.clone())
+        );
+        let plain = encode_tagged(None, &done).expect("encodes");
+        assert!(!String::from_utf8_lossy(&plain).contains("\"id\""));
+    }
+
     use super::*;
 
     #[tokio::test]

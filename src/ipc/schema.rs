@@ -80,6 +80,9 @@ pub struct PaneRow {
     pub since_ms: u64,
     /// The mark of this pane's window.
     pub window_mark: WindowMark,
+    /// The machine the pane is on: this computer's name, or a connected machine's (S5.1).
+    #[serde(default)]
+    pub machine: Option<String>,
 }
 
 /// A window's rollup, as `agents --attention` and the notifications section list them.
@@ -105,6 +108,9 @@ pub struct WindowRow {
     pub message: Option<String>,
     /// Unix milliseconds of the last mark change.
     pub since_ms: u64,
+    /// The machine the window is on.
+    #[serde(default)]
+    pub machine: Option<String>,
 }
 
 /// One state change, as `events --json` streams it.
@@ -140,6 +146,9 @@ pub struct StateEvent {
     pub progress: Option<u8>,
     /// The window's mark after the change.
     pub window_mark: WindowMark,
+    /// The machine the pane is on.
+    #[serde(default)]
+    pub machine: Option<String>,
 }
 
 /// A request to the daemon (one JSON line).
@@ -159,6 +168,9 @@ pub enum Request {
     Explain {
         /// The pane.
         pane: PaneId,
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
     },
     /// Bring a pane to the front in a client.
     Focus {
@@ -167,12 +179,100 @@ pub enum Request {
         /// Prefer this client (tty name) if given.
         #[serde(default)]
         client: Option<String>,
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
     },
     /// Mark a window's results seen (the panel jumped there).
     Seen {
         /// The pane.
         pane: PaneId,
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
     },
+    /// A stream for another sidecar (over `bridge`): a `Snapshot` now, `Event`s as they
+    /// happen, a fresh `Snapshot` at most every half second while anything else changes, and,
+    /// with `notifications`, the daemon's decisions to notify and to ring (`notify`, `sound`)
+    /// instead of showing them itself.
+    Follow {
+        /// Take this daemon's notifications and sounds.
+        #[serde(default)]
+        notifications: bool,
+    },
+    /// The connected machines and how they are.
+    Machines,
+    /// Connect one more machine (for as long as the daemon runs; the config file's
+    /// `[[machines]]` are the lasting ones).
+    AddMachine {
+        /// How to reach it.
+        machine: MachineSpec,
+    },
+}
+
+/// How to reach a machine's sidecar: a command whose stdin and stdout are that sidecar's
+/// socket (`thinkterm-sidecar bridge` run there).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MachineSpec {
+    /// Its name, shown in every view (`devbox`).
+    pub name: String,
+    /// An ssh destination (a `~/.ssh/config` alias works): the command is then `ssh -T -o
+    /// BatchMode=yes … DEST REMOTE_COMMAND`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh: Option<String>,
+    /// More ssh arguments, before the destination (`["-p", "2222"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ssh_args: Vec<String>,
+    /// What ssh runs there (default `thinkterm-sidecar bridge --start`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_command: Option<String>,
+    /// Or a whole command, for any other transport (`kubectl exec …`, `docker exec …`, or
+    /// `thinkterm-sidecar -L other bridge` for a second local tmux server).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+}
+
+/// One connected machine, as the snapshot lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MachineRow {
+    /// Its name.
+    pub name: String,
+    /// This computer (the daemon's own tmux server).
+    #[serde(default)]
+    pub local: bool,
+    /// Whether its sidecar answers now.
+    pub reachable: bool,
+    /// Why not, when it does not.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Unix milliseconds since it is reachable or not.
+    pub since_ms: u64,
+}
+
+/// A notification that a followed daemon decided on (its background rule and 30 s throttle
+/// applied), for the follower to show with its own switches and its machine's name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoteRequest {
+    /// Window.
+    pub window: WindowId,
+    /// The pane a click goes to.
+    pub pane: PaneId,
+    /// `session:window`.
+    pub window_name: String,
+    /// `done`, `blocked` or `error`.
+    pub kind: String,
+    /// The program's report (`msg`).
+    #[serde(default)]
+    pub message: Option<String>,
+    /// What a blocked program waits for.
+    #[serde(default)]
+    pub waiting: Option<BlockedKind>,
+    /// Progress 0..=100.
+    #[serde(default)]
+    pub progress: Option<u8>,
+    /// Subtasks.
+    #[serde(default)]
+    pub subtasks: Vec<Subtask>,
 }
 
 /// A reply or pushed message from the daemon (one JSON line).
@@ -183,10 +283,14 @@ pub enum Reply {
     Snapshot {
         /// Schema version.
         schema: u32,
-        /// Panes, ordered by session, window index, pane index.
+        /// Panes, ordered by machine (this computer first), session, window index, pane index.
         panes: Vec<PaneRow>,
         /// Windows.
         windows: Vec<WindowRow>,
+        /// This computer and each connected machine (empty from a daemon without machines
+        /// support).
+        #[serde(default)]
+        machines: Vec<MachineRow>,
     },
     /// One state change (only after `Subscribe`).
     Event(StateEvent),
@@ -210,5 +314,21 @@ pub enum Reply {
     Lagged {
         /// How many replies were dropped.
         dropped: u64,
+    },
+    /// (`Follow` with notifications) show this notification.
+    Notify(NoteRequest),
+    /// (`Follow` with notifications) ring this sound.
+    Sound {
+        /// `done` or `waiting`.
+        sound: String,
+        /// The window it is about.
+        window: WindowId,
+    },
+    /// (On the streams) a connected machine became reachable or unreachable.
+    Machine(MachineRow),
+    /// The connected machines (answer to `Machines`).
+    Machines {
+        /// Each machine, this computer first.
+        machines: Vec<MachineRow>,
     },
 }

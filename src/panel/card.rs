@@ -106,7 +106,7 @@ pub fn card_rows(m: &PanelModel, p: &PaneRow, inner: usize, now_ms: u64) -> Vec<
     }
 
     if show.subtasks && !p.subtasks.is_empty() {
-        let open = m.expanded.contains(&p.pane);
+        let open = m.expanded.contains(&super::model::CardKey::of(p));
         rows.push(subtask_count(&p.subtasks, open).into());
         if open {
             for s in p.subtasks.iter().take(SUBTASKS_SHOWN) {

@@ -74,18 +74,25 @@ pub fn handle_key(m: &mut PanelModel, key: KeyEvent) -> Outcome {
 
 /// Enter: focus the chosen pane, mark it seen, and close the popup (S5.9).
 fn go(m: &mut PanelModel) -> Outcome {
-    let pane = match m.screen {
+    let card = match m.screen {
         Screen::Notifications => {
             let rows = m.notifications();
             rows.get(m.notice_cursor).and_then(|w| m.notice_pane(w))
         }
-        _ => m.selected_pane().map(|p| p.pane),
+        _ => m.selected_pane().map(super::model::CardKey::of),
     };
-    match pane {
-        Some(pane) => Outcome {
+    match card {
+        Some(card) => Outcome {
             requests: vec![
-                Request::Focus { pane, client: None },
-                Request::Seen { pane },
+                Request::Focus {
+                    pane: card.pane,
+                    client: None,
+                    machine: card.machine.clone(),
+                },
+                Request::Seen {
+                    pane: card.pane,
+                    machine: card.machine,
+                },
             ],
             quit: true,
             ..Default::default()

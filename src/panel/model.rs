@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::collections::HashSet;
 
 use crate::ids::PaneId;
-use crate::ipc::schema::{PaneRow, Reply, StateEvent, WindowMark, WindowRow};
+use crate::ipc::schema::{MachineRow, PaneRow, Reply, StateEvent, WindowMark, WindowRow};
 use crate::state::AgentState;
 
 use super::options::{ShowKind, ViewOptions};
@@ -71,6 +71,26 @@ pub fn category(p: &PaneRow) -> Category {
     }
 }
 
+/// A card's identity: its machine (as the snapshot names it) and its pane. Pane ids of two
+/// machines can be the same.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CardKey {
+    /// The machine (None when the daemon names none).
+    pub machine: Option<String>,
+    /// The pane.
+    pub pane: PaneId,
+}
+
+impl CardKey {
+    /// The key of a pane's card.
+    pub fn of(p: &PaneRow) -> CardKey {
+        CardKey {
+            machine: p.machine.clone(),
+            pane: p.pane,
+        }
+    }
+}
+
 /// The state of the connection to the daemon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Link {
@@ -100,16 +120,18 @@ pub struct PanelModel {
     pub panes: Vec<PaneRow>,
     /// Every window of the last snapshot, events applied.
     pub windows: Vec<WindowRow>,
+    /// This computer and each connected machine.
+    pub machines: Vec<MachineRow>,
     /// The view options (saved).
     pub options: ViewOptions,
     /// The pane the popup was opened from.
     pub origin: Option<PaneId>,
-    /// The selected card, by pane (so it stays put when cards move).
-    pub selected: Option<PaneId>,
+    /// The selected card (so it stays put when cards move).
+    pub selected: Option<CardKey>,
     /// The selected row of the notifications section.
     pub notice_cursor: usize,
     /// Cards whose subtasks are unfolded.
-    pub expanded: HashSet<PaneId>,
+    pub expanded: HashSet<CardKey>,
     /// The screen showing.
     pub screen: Screen,
     /// The view menu's cursor when it is open.
@@ -134,6 +156,7 @@ impl PanelModel {
         PanelModel {
             panes: Vec::new(),
             windows: Vec::new(),
+            machines: Vec::new(),
             options,
             origin,
             selected: None,
@@ -153,7 +176,20 @@ impl PanelModel {
     /// Takes one message from the daemon.
     pub fn apply(&mut self, reply: Reply, now_ms: u64) {
         match reply {
-            Reply::Snapshot { panes, windows, .. } => self.snapshot(panes, windows, now_ms),
+            Reply::Snapshot {
+                panes,
+                windows,
+                machines,
+                ..
+            } => {
+                self.machines = machines;
+                self.snapshot(panes, windows, now_ms)
+            }
+            Reply::Machine(row) => {
+                if let Some(m) = self.machines.iter_mut().find(|m| m.name == row.name) {
+                    *m = row;
+                }
+            }
             Reply::Event(e) => self.event(&e),
             Reply::Done { message } => {
                 if self.reload_pending {
@@ -165,8 +201,13 @@ impl PanelModel {
                 self.reload_pending = false;
                 self.status = Some(format!("Error: {message}"));
             }
-            // A snapshot follows at once and replaces what was missed.
-            Reply::Value { .. } | Reply::Lagged { .. } => {}
+            // A snapshot follows at once and replaces what was missed; the rest is for other
+            // sidecars.
+            Reply::Value { .. }
+            | Reply::Lagged { .. }
+            | Reply::Notify(_)
+            | Reply::Sound { .. }
+            | Reply::Machines { .. } => {}
         }
     }
 
@@ -175,19 +216,28 @@ impl PanelModel {
         self.windows = windows;
         self.has_snapshot = true;
         self.link = Link::Connected;
-        for p in self.panes.iter().filter(|p| is_agent(p) && !p.process_less) {
+        let local = self.local_machine().map(str::to_string);
+        for p in self
+            .panes
+            .iter()
+            .filter(|p| is_agent(p) && !p.process_less && !remote(p, local.as_deref()))
+        {
             self.worktrees.refresh(&p.current_path, now_ms);
         }
         let used: HashSet<&str> = self.panes.iter().map(|p| p.current_path.as_str()).collect();
         self.worktrees
             .retain(|path| used.contains(path.to_string_lossy().as_ref()));
-        let live: HashSet<PaneId> = self.panes.iter().map(|p| p.pane).collect();
+        let live: HashSet<CardKey> = self.panes.iter().map(CardKey::of).collect();
         self.expanded.retain(|p| live.contains(p));
         self.fix_selection();
     }
 
     fn event(&mut self, e: &StateEvent) {
-        let Some(p) = self.panes.iter_mut().find(|p| p.pane == e.pane) else {
+        let Some(p) = self
+            .panes
+            .iter_mut()
+            .find(|p| p.pane == e.pane && p.machine == e.machine)
+        else {
             return; // a pane the next snapshot will bring
         };
         p.state = e.new;
@@ -205,7 +255,11 @@ impl PanelModel {
             Some(AgentState::Working | AgentState::Blocked) => false,
             _ => e.window_mark == WindowMark::Done,
         };
-        if let Some(w) = self.windows.iter_mut().find(|w| w.window == e.window) {
+        if let Some(w) = self
+            .windows
+            .iter_mut()
+            .find(|w| w.window == e.window && w.machine == e.machine)
+        {
             if w.mark != e.window_mark {
                 w.mark = e.window_mark;
                 w.since_ms = e.time_ms;
@@ -217,33 +271,79 @@ impl PanelModel {
         self.fix_selection();
     }
 
-    /// Panes where an agent runs (S5.1).
+    /// Panes where an agent runs (S5.1), on the machines not hidden.
     pub fn agents(&self) -> impl Iterator<Item = &PaneRow> {
+        let hidden = &self.options.hidden_machines;
+        self.agents_all().filter(move |p| {
+            p.machine
+                .as_ref()
+                .is_none_or(|m| !hidden.iter().any(|h| h == m))
+        })
+    }
+
+    /// Panes where an agent runs, on every machine.
+    pub fn agents_all(&self) -> impl Iterator<Item = &PaneRow> {
         self.panes.iter().filter(|p| is_agent(p))
     }
 
-    /// A pane by id.
+    /// A pane of this computer by id (the first with that id when no machine is named).
     pub fn pane(&self, id: PaneId) -> Option<&PaneRow> {
-        self.panes.iter().find(|p| p.pane == id)
+        let local = self.local_machine();
+        self.panes
+            .iter()
+            .find(|p| p.pane == id && !remote(p, local))
+    }
+
+    /// A card's pane.
+    pub fn card(&self, key: &CardKey) -> Option<&PaneRow> {
+        self.panes
+            .iter()
+            .find(|p| p.pane == key.pane && p.machine == key.machine)
     }
 
     /// The selected card's pane, when it is still shown.
     pub fn selected_pane(&self) -> Option<&PaneRow> {
-        self.selected.and_then(|id| self.pane(id))
+        self.selected.as_ref().and_then(|k| self.card(k))
+    }
+
+    /// This computer's name, as the snapshot gives it.
+    pub fn local_machine(&self) -> Option<&str> {
+        self.machines
+            .iter()
+            .find(|m| m.local)
+            .map(|m| m.name.as_str())
+    }
+
+    /// Whether a pane is on a connected machine (not this computer).
+    pub fn is_remote(&self, p: &PaneRow) -> bool {
+        remote(p, self.local_machine())
+    }
+
+    /// Whether the machines section of the view menu shows (S5.8): agents are on several
+    /// machines, or one is hidden.
+    pub fn machines_menu(&self) -> bool {
+        let mut on: Vec<&str> = self
+            .agents_all()
+            .filter_map(|p| p.machine.as_deref())
+            .collect();
+        on.sort_unstable();
+        on.dedup();
+        on.len() > 1 || !self.options.hidden_machines.is_empty()
     }
 
     /// The card to raise: the active pane of the window the popup was opened from (S5.6).
-    pub fn raised(&self) -> Option<PaneId> {
+    pub fn raised(&self) -> Option<CardKey> {
         let origin = self.pane(self.origin?)?;
         self.panes
             .iter()
-            .find(|p| p.window == origin.window && p.active)
-            .map(|p| p.pane)
+            .find(|p| p.window == origin.window && p.machine == origin.machine && p.active)
+            .map(CardKey::of)
     }
 
-    /// The worktree line for a pane, from the cache (S5.5).
+    /// The worktree line for a pane, from the cache (S5.5): none for a pane inside ssh or on
+    /// another machine.
     pub fn worktree(&self, p: &PaneRow) -> Option<&Worktree> {
-        if p.process_less {
+        if p.process_less || self.is_remote(p) {
             return None;
         }
         self.worktrees.get(&p.current_path)
@@ -271,22 +371,30 @@ impl PanelModel {
     }
 
     /// The pane to go to for a notifications row.
-    pub fn notice_pane(&self, w: &WindowRow) -> Option<PaneId> {
-        w.pane.or_else(|| {
-            let in_window = || self.panes.iter().filter(|p| p.window == w.window);
+    pub fn notice_pane(&self, w: &WindowRow) -> Option<CardKey> {
+        let pane = w.pane.or_else(|| {
+            let in_window = || {
+                self.panes
+                    .iter()
+                    .filter(|p| p.window == w.window && p.machine == w.machine)
+            };
             in_window()
                 .find(|p| is_agent(p))
                 .or_else(|| in_window().next())
                 .map(|p| p.pane)
+        })?;
+        Some(CardKey {
+            machine: w.machine.clone(),
+            pane,
         })
     }
 
     /// Cards shown, in display order.
-    pub fn visible_cards(&self) -> Vec<PaneId> {
+    pub fn visible_cards(&self) -> Vec<CardKey> {
         super::grouping::entries(self)
             .iter()
             .filter_map(|e| match e {
-                super::grouping::Entry::Card(p) => Some(p.pane),
+                super::grouping::Entry::Card(p) => Some(CardKey::of(p)),
                 _ => None,
             })
             .collect()
@@ -302,28 +410,29 @@ impl PanelModel {
         let cards = self.visible_cards();
         let at = self
             .selected
-            .and_then(|s| cards.iter().position(|c| *c == s))
+            .as_ref()
+            .and_then(|s| cards.iter().position(|c| c == s))
             .unwrap_or(0);
-        self.selected = cards.get(step(at, delta, cards.len())).copied();
+        self.selected = cards.get(step(at, delta, cards.len())).cloned();
     }
 
     /// Keeps the selection on a shown card: first the raised card, else the first one.
     pub fn fix_selection(&mut self) {
         let cards = self.visible_cards();
-        if self.selected.is_some_and(|s| cards.contains(&s)) {
+        if self.selected.as_ref().is_some_and(|s| cards.contains(s)) {
             return;
         }
         self.selected = self
             .raised()
             .filter(|r| cards.contains(r))
-            .or_else(|| cards.first().copied());
+            .or_else(|| cards.first().cloned());
         let n = self.notifications().len();
         self.notice_cursor = self.notice_cursor.min(n.saturating_sub(1));
     }
 
     /// Folds or unfolds the selected card's subtasks.
     pub fn toggle_subtasks(&mut self) {
-        if let Some(id) = self.selected {
+        if let Some(id) = self.selected.clone() {
             if !self.expanded.remove(&id) {
                 self.expanded.insert(id);
             }
@@ -337,11 +446,19 @@ impl PanelModel {
             Screen::List => self
                 .visible_cards()
                 .iter()
-                .filter_map(|id| self.pane(*id))
+                .filter_map(|id| self.card(id))
                 .any(working),
             Screen::Detail => self.selected_pane().is_some_and(working),
             Screen::Notifications => false,
         }
+    }
+}
+
+/// Whether `p` is on another machine than `local` (this computer's name).
+fn remote(p: &PaneRow, local: Option<&str>) -> bool {
+    match (&p.machine, local) {
+        (Some(m), Some(l)) => m != l,
+        _ => false,
     }
 }
 

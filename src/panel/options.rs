@@ -146,7 +146,7 @@ impl ShowStates {
 pub use crate::effects::notification::DisplaySwitches;
 
 /// Everything the view menu chooses; saved as JSON.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(default)]
 pub struct ViewOptions {
     /// Grouping.
@@ -157,6 +157,9 @@ pub struct ViewOptions {
     pub show: ShowStates,
     /// The four display switches.
     pub display: DisplaySwitches,
+    /// Machines whose agents are hidden (S5.8's machines section).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hidden_machines: Vec<String>,
 }
 
 /// `$XDG_STATE_HOME/thinkterm/panel.json`, where the view options live by default.

@@ -172,12 +172,12 @@ fn list(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
                 if matches!(rows.last(), Some(Row::Card { .. })) {
                     rows.push(Row::Blank);
                 }
-                let selected = m.selected == Some(p.pane);
+                let selected = m.selected.as_ref() == Some(&super::model::CardKey::of(p));
                 for row in card_rows(m, p, inner, now_ms) {
                     rows.push(Row::Card {
                         row,
                         selected,
-                        raised: raised == Some(p.pane),
+                        raised: raised.as_ref() == Some(&super::model::CardKey::of(p)),
                     });
                 }
             }

@@ -7,7 +7,7 @@ use ratatui::style::{Color, Modifier};
 use ratatui::{backend::TestBackend, Terminal};
 
 use super::keys::handle_key;
-use super::model::{PanelModel, Screen};
+use super::model::{CardKey, PanelModel, Screen};
 use super::options::{Grouping, SortOrder, ViewOptions};
 use super::text::width;
 use super::theme;
@@ -49,6 +49,15 @@ fn pane(id: u32, session: &str, state: Option<AgentState>, title: &str) -> PaneR
         subtasks: vec![],
         since_ms: 0,
         window_mark: WindowMark::Idle,
+        machine: None,
+    }
+}
+
+/// The key of the card of pane `n` (the test rows name no machine).
+fn card_key(n: u32) -> CardKey {
+    CardKey {
+        machine: None,
+        pane: PaneId(n),
     }
 }
 
@@ -70,6 +79,7 @@ fn model(panes: Vec<PaneRow>, o: ViewOptions) -> PanelModel {
     let mut m = PanelModel::new(o, None);
     m.apply(
         Reply::Snapshot {
+            machines: Vec::new(),
             schema: SCHEMA_VERSION,
             panes,
             windows: vec![],
@@ -192,7 +202,7 @@ fn subtasks_fold_into_a_count_and_unfold_to_five_coloured_dots_then_more() {
     );
     assert!(!s.contains('●') && !s.contains("compile"), "folded: {s}");
 
-    assert_eq!(m.selected, Some(PaneId(1)));
+    assert_eq!(m.selected, Some(card_key(1)));
     key(&mut m, KeyCode::Char('s'));
     let b = draw(&m, 70, 24, 0);
     let s = text(&b);
@@ -287,7 +297,7 @@ fn grouping_none_has_no_headings_and_the_sort_switches_between_fixed_and_recent(
         grouping: Grouping::None,
         ..Default::default()
     };
-    let buf = draw(&model(panes.clone(), o), 60, 24, 0);
+    let buf = draw(&model(panes.clone(), o.clone()), 60, 24, 0);
     let s = text(&buf);
     for heading in [" Needs attention", " Running", " Idle ", " Done"] {
         assert!(
@@ -358,13 +368,14 @@ fn the_card_of_the_origin_windows_active_pane_is_raised() {
     let mut m = PanelModel::new(ViewOptions::default(), Some(PaneId(3)));
     m.apply(
         Reply::Snapshot {
+            machines: Vec::new(),
             schema: SCHEMA_VERSION,
             panes: vec![other, active, shell],
             windows: vec![],
         },
         0,
     );
-    assert_eq!(m.raised(), Some(PaneId(2)));
+    assert_eq!(m.raised(), Some(card_key(2)));
     let b = draw(&m, 50, 24, 0);
     let bg = |t: &str| {
         let (x, y) = at(&b, t);
@@ -384,7 +395,7 @@ fn the_card_of_the_origin_windows_active_pane_is_raised() {
     }
     assert_eq!(
         m.selected,
-        Some(PaneId(2)),
+        Some(card_key(2)),
         "the raised card starts selected"
     );
 }
@@ -526,6 +537,7 @@ fn window(id: u32, session: &str, mark: WindowMark, since_ms: u64) -> WindowRow 
         pane: Some(PaneId(id)),
         message: Some(format!("msg {id}")),
         since_ms,
+        machine: None,
     }
 }
 
@@ -545,6 +557,7 @@ fn the_notifications_section_lists_attention_and_done_windows_most_urgent_first(
     let mut m = PanelModel::new(ViewOptions::default(), None);
     m.apply(
         Reply::Snapshot {
+            machines: Vec::new(),
             schema: SCHEMA_VERSION,
             panes,
             windows,
@@ -585,9 +598,13 @@ fn the_notifications_section_lists_attention_and_done_windows_most_urgent_first(
         vec![
             Request::Focus {
                 pane: PaneId(6),
-                client: None
+                client: None,
+                machine: None,
             },
-            Request::Seen { pane: PaneId(6) }
+            Request::Seen {
+                pane: PaneId(6),
+                machine: None
+            }
         ]
     );
 }
@@ -680,7 +697,7 @@ fn the_selected_card_stays_in_view_in_a_short_popup() {
         .collect();
     let mut m = model(panes, ViewOptions::default());
     key(&mut m, KeyCode::End);
-    assert_eq!(m.selected, Some(PaneId(10)));
+    assert_eq!(m.selected, Some(card_key(10)));
     let b = draw(&m, 40, 12, 0);
     let (_, y) = at(&b, "card10");
     assert_eq!(b[(0, y)].symbol(), "▌", "the selection bar marks it");
@@ -770,6 +787,7 @@ fn every_screen_draws_at_every_small_size_without_panicking() {
     let mut m = PanelModel::new(ViewOptions::default(), Some(PaneId(1)));
     m.apply(
         Reply::Snapshot {
+            machines: Vec::new(),
             schema: SCHEMA_VERSION,
             panes: vec![
                 p,
@@ -779,7 +797,7 @@ fn every_screen_draws_at_every_small_size_without_panicking() {
         },
         0,
     );
-    m.expanded.insert(PaneId(1));
+    m.expanded.insert(card_key(1));
     for screen in [Screen::List, Screen::Detail, Screen::Notifications] {
         m.screen = screen;
         for menu in [None, Some(10)] {
