@@ -4,9 +4,7 @@
 #![allow(missing_docs)]
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,109 +14,14 @@ use thinkterm_sidecar::effects::notification::{self, DisplaySwitches, NoteInput,
 use thinkterm_sidecar::effects::sound::player::{Played, SoundPlayer, SoundSetup};
 use thinkterm_sidecar::effects::sound::{Sound, SoundConfig};
 use thinkterm_sidecar::ids::{PaneId, WindowId};
-use zbus::object_server::SignalEmitter;
 use zbus::zvariant::OwnedValue;
 
 mod support;
 
+use support::desktop::{hint_str, lines, serve, stand_in, Bus, Call, Server, PATH};
+
 const DEADLINE: Duration = Duration::from_secs(10);
 
-/// A private session bus, killed by pid on drop.
-struct Bus {
-    child: Child,
-    address: String,
-}
-
-impl Bus {
-    fn start() -> Bus {
-        let mut child = Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--print-address"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("dbus-daemon starts");
-        let mut line = String::new();
-        let out = child.stdout.take().expect("stdout");
-        BufReader::new(out)
-            .read_line(&mut line)
-            .expect("address line");
-        Bus {
-            child,
-            address: line.trim().to_string(),
-        }
-    }
-}
-
-impl Drop for Bus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[derive(Clone, Debug)]
-struct Call {
-    summary: String,
-    body: String,
-    actions: Vec<String>,
-    hints: HashMap<String, OwnedValue>,
-}
-
-#[derive(Default)]
-struct Server {
-    calls: Arc<Mutex<Vec<Call>>>,
-    next: u32,
-}
-
-#[zbus::interface(name = "org.freedesktop.Notifications")]
-impl Server {
-    #[allow(clippy::too_many_arguments)]
-    fn notify(
-        &mut self,
-        _app: String,
-        _replaces: u32,
-        _icon: String,
-        summary: String,
-        body: String,
-        actions: Vec<String>,
-        hints: HashMap<String, OwnedValue>,
-        _timeout: i32,
-    ) -> u32 {
-        self.calls.lock().expect("lock").push(Call {
-            summary,
-            body,
-            actions,
-            hints,
-        });
-        self.next += 1;
-        self.next
-    }
-    fn get_capabilities(&self) -> Vec<String> {
-        vec!["body".into(), "actions".into()]
-    }
-    fn get_server_information(&self) -> (String, String, String, String) {
-        ("test".into(), "thinkterm".into(), "1".into(), "1.2".into())
-    }
-    fn close_notification(&self, _id: u32) {}
-    #[zbus(signal)]
-    async fn action_invoked(e: &SignalEmitter<'_>, id: u32, key: &str) -> zbus::Result<()>;
-}
-
-const PATH: &str = "/org/freedesktop/Notifications";
-
-async fn serve(bus: &Bus) -> (zbus::Connection, Arc<Mutex<Vec<Call>>>) {
-    let server = Server::default();
-    let calls = server.calls.clone();
-    let conn = zbus::connection::Builder::address(bus.address.as_str())
-        .expect("address")
-        .name("org.freedesktop.Notifications")
-        .expect("name")
-        .serve_at(PATH, server)
-        .expect("serve")
-        .build()
-        .await
-        .expect("server connects");
-    (conn, calls)
-}
 
 async fn wait_until_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = tokio::time::Instant::now() + limit;
@@ -149,11 +52,6 @@ fn note(message: &str) -> notification::Note {
     notification::build(&input, &DisplaySwitches::default(), None)
 }
 
-fn hint_str(call: &Call, key: &str) -> Option<String> {
-    call.hints
-        .get(key)
-        .and_then(|v| String::try_from(v.try_clone().ok()?).ok())
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notify_arrives_escaped_with_hints_and_a_click_comes_back() {
@@ -248,25 +146,6 @@ async fn server_gone_warns_once_and_the_next_notify_after_it_returns_works() {
     assert_eq!(warnings, 1);
 }
 
-/// A `paplay` stand-in that appends its name and argv to `log`, and waits while `gate` exists.
-fn stand_in(dir: &Path, name: &str, log: &Path, gate: &Path) {
-    let script = format!(
-        "#!/bin/sh\necho \"$(basename \"$0\") $*\" >> '{}'\nwhile [ -e '{}' ]; do sleep 0.02; done\n",
-        log.display(),
-        gate.display()
-    );
-    let p = dir.join(name);
-    std::fs::write(&p, script).expect("write stand-in");
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-}
-
-fn lines(log: &Path) -> Vec<String> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
 
 struct Rig {
     dir: tempfile::TempDir,

@@ -42,13 +42,17 @@ pub fn title(p: &PaneRow) -> &str {
 }
 
 /// `session · window`, led by the state word for idle and unknown (S5.2).
-pub fn location(p: &PaneRow) -> String {
+pub fn location(p: &PaneRow, remote: bool) -> String {
     let window = if p.window_name.is_empty() {
         p.window_index.to_string()
     } else {
         p.window_name.clone()
     };
-    let place = format!("{} · {}", p.session_name, window);
+    let place = match (&p.machine, remote) {
+        // A pane on a connected machine says which (S5.1).
+        (Some(m), true) => format!("{m} · {} · {}", p.session_name, window),
+        _ => format!("{} · {}", p.session_name, window),
+    };
     match theme::icon(p) {
         Icon::IdleCheck => format!("Idle · {place}"),
         Icon::None => format!("Unknown · {place}"),
@@ -94,7 +98,7 @@ pub fn card_rows(m: &PanelModel, p: &PaneRow, inner: usize, now_ms: u64) -> Vec<
         rows.push(Line::from(spans).into());
     }
 
-    rows.push(Line::styled(location(p), Style::new().fg(theme::GREY)).into());
+    rows.push(Line::styled(location(p, m.is_remote(p)), Style::new().fg(theme::GREY)).into());
 
     if let Some(wt) = m.worktree(p) {
         let text = format!("{} {} · {}", theme::BRANCH, wt.folder, wt.head);

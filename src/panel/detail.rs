@@ -90,7 +90,11 @@ pub fn detail(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
         "Session",
         format!("{} · window {}", p.session_name, window_label(p)),
     ));
-    lines.push(field("Machine", THIS_COMPUTER.to_string()));
+    let machine = match (&p.machine, m.is_remote(p)) {
+        (Some(name), true) => name.clone(),
+        _ => THIS_COMPUTER.to_string(),
+    };
+    lines.push(field("Machine", machine));
     if let Some(wt) = m.worktree(p) {
         lines.push(field("Worktree", format!("{} · {}", wt.folder, wt.head)));
     }

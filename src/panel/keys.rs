@@ -5,7 +5,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::ipc::schema::Request;
 
-use super::menu::{self, Chosen, ITEMS};
+use super::menu::{self, Chosen};
 use super::model::{PanelModel, Screen};
 
 /// What a key asks the runtime to do.
@@ -116,9 +116,13 @@ fn menu_key(m: &mut PanelModel, code: KeyCode) -> Outcome {
     match code {
         KeyCode::Esc | KeyCode::Char('m' | 'v' | 'q') => m.menu = None,
         KeyCode::Up | KeyCode::Char('k') => m.menu = Some(cursor.saturating_sub(1)),
-        KeyCode::Down | KeyCode::Char('j') => m.menu = Some((cursor + 1).min(ITEMS.len() - 1)),
+        KeyCode::Down | KeyCode::Char('j') => {
+            let n = menu::items(m).len();
+            m.menu = Some((cursor + 1).min(n - 1));
+        }
         KeyCode::Enter | KeyCode::Char(' ') => {
-            match menu::choose(m, ITEMS[cursor.min(ITEMS.len() - 1)]) {
+            let items = menu::items(m);
+            match menu::choose(m, items[cursor.min(items.len() - 1)]) {
                 Chosen::OptionsChanged => {
                     return Outcome {
                         save_options: true,

@@ -1,6 +1,6 @@
-//! The view menu (S5.8): show checkboxes, grouping, sort, the four display switches and
-//! "reload detection rules". Machines are not listed: a panel sees one tmux server, and S5.8
-//! shows that section only when agents are on several machines.
+//! The view menu (S5.8): show checkboxes, the machines (this computer and each connected one;
+//! only when agents are on several machines or one is hidden), grouping, sort, the four display
+//! switches and "reload detection rules" (which reloads this computer's rules only, S9.3).
 
 use super::model::PanelModel;
 use super::options::ShowKind;
@@ -10,6 +10,8 @@ use super::options::ShowKind;
 pub enum MenuItem {
     /// A show checkbox.
     Show(ShowKind),
+    /// A machine's checkbox (its index in the snapshot's machines list).
+    Machine(usize),
     /// Cycle the grouping.
     Grouping,
     /// Cycle the sort order.
@@ -34,19 +36,27 @@ pub enum Switch {
 }
 
 /// The menu, in order; headings are drawn before the first item of each section.
-pub const ITEMS: [MenuItem; 11] = [
-    MenuItem::Show(ShowKind::Attention),
-    MenuItem::Show(ShowKind::Running),
-    MenuItem::Show(ShowKind::Done),
-    MenuItem::Show(ShowKind::Idle),
-    MenuItem::Grouping,
-    MenuItem::Sort,
-    MenuItem::Display(Switch::Description),
-    MenuItem::Display(Switch::WaitingReason),
-    MenuItem::Display(Switch::Progress),
-    MenuItem::Display(Switch::Subtasks),
-    MenuItem::Reload,
-];
+pub fn items(m: &PanelModel) -> Vec<MenuItem> {
+    let mut out = vec![
+        MenuItem::Show(ShowKind::Attention),
+        MenuItem::Show(ShowKind::Running),
+        MenuItem::Show(ShowKind::Done),
+        MenuItem::Show(ShowKind::Idle),
+    ];
+    if m.machines_menu() {
+        out.extend((0..m.machines.len()).map(MenuItem::Machine));
+    }
+    out.extend([
+        MenuItem::Grouping,
+        MenuItem::Sort,
+        MenuItem::Display(Switch::Description),
+        MenuItem::Display(Switch::WaitingReason),
+        MenuItem::Display(Switch::Progress),
+        MenuItem::Display(Switch::Subtasks),
+        MenuItem::Reload,
+    ]);
+    out
+}
 
 /// What choosing an item did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,11 +69,23 @@ pub enum Chosen {
     Reload,
 }
 
-/// The section heading shown above an item, if it opens a section.
-pub fn section(i: usize) -> Option<&'static str> {
-    match i {
+/// The section heading shown above item `i` of `items`, if it opens a section.
+pub fn section(items: &[MenuItem], i: usize) -> Option<&'static str> {
+    let kind = |it: &MenuItem| match it {
+        MenuItem::Show(_) => 0,
+        MenuItem::Machine(_) => 1,
+        MenuItem::Grouping | MenuItem::Sort => 2,
+        MenuItem::Display(_) => 3,
+        MenuItem::Reload => 4,
+    };
+    let k = kind(items.get(i)?);
+    if i > 0 && items.get(i - 1).map(kind) == Some(k) {
+        return None;
+    }
+    match k {
         0 => Some("Show"),
-        6 => Some("Display"),
+        1 => Some("Machines"),
+        3 => Some("Display"),
         _ => None,
     }
 }
@@ -82,6 +104,18 @@ pub fn label(m: &PanelModel, item: MenuItem) -> String {
             };
             format!("  {} {name}", check(o.show.get(k)))
         }
+        MenuItem::Machine(i) => match m.machines.get(i) {
+            Some(mc) => {
+                let shown = !o.hidden_machines.contains(&mc.name);
+                let how = match (mc.local, mc.reachable) {
+                    (true, _) => " (this computer)",
+                    (false, true) => "",
+                    (false, false) => " (unreachable)",
+                };
+                format!("  {} {}{how}", check(shown), mc.name)
+            }
+            None => String::new(),
+        },
         MenuItem::Grouping => format!("Group by  {}", o.grouping.label()),
         MenuItem::Sort => format!("Sort      {}", o.sort.label()),
         MenuItem::Display(s) => {
@@ -105,6 +139,21 @@ pub fn choose(m: &mut PanelModel, item: MenuItem) -> Chosen {
             if !o.show.toggle(k) {
                 m.status = Some("The last shown kind cannot be hidden.".to_string());
                 return Chosen::Refused;
+            }
+        }
+        MenuItem::Machine(i) => {
+            let Some(name) = m.machines.get(i).map(|mc| mc.name.clone()) else {
+                return Chosen::Refused;
+            };
+            if let Some(at) = o.hidden_machines.iter().position(|h| *h == name) {
+                o.hidden_machines.remove(at);
+            } else {
+                let shown = m.machines.len() - o.hidden_machines.len();
+                if shown <= 1 {
+                    m.status = Some("The last shown machine cannot be hidden.".to_string());
+                    return Chosen::Refused;
+                }
+                o.hidden_machines.push(name);
             }
         }
         MenuItem::Grouping => o.grouping = o.grouping.next(),

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::card::{card_rows, CardRow};
 use super::grouping::{emptiness, entries, Emptiness, Entry};
-use super::menu::{self, ITEMS};
+use super::menu;
 use super::model::{category, Category, Link, PanelModel, Screen};
 use super::text::{put_line, width};
 use super::theme;
@@ -250,7 +250,11 @@ fn card_line(buf: &mut Buffer, area: Rect, y: u16, row: &CardRow, selected: bool
 }
 
 fn menu_box(m: &PanelModel, cursor: usize, area: Rect, buf: &mut Buffer) {
-    let lines = ITEMS.len() + 2 + 2 + 1; // items, two headings, border, result line
+    let items = menu::items(m);
+    let headings = (0..items.len())
+        .filter(|i| menu::section(&items, *i).is_some())
+        .count();
+    let lines = items.len() + headings + 2 + 1; // items, headings, border, result line
     let w = area.width.min(44);
     let h = (lines as u16).min(area.height);
     let r = Rect {
@@ -271,8 +275,8 @@ fn menu_box(m: &PanelModel, cursor: usize, area: Rect, buf: &mut Buffer) {
     let grey = Style::new().fg(theme::GREY);
     let mut lines: Vec<(u16, Line<'static>)> = Vec::with_capacity(lines);
     let mut target = 0;
-    for (i, item) in ITEMS.iter().enumerate() {
-        if let Some(s) = menu::section(i) {
+    for (i, item) in items.iter().enumerate() {
+        if let Some(s) = menu::section(&items, i) {
             lines.push((1, Line::styled(s, grey)));
         }
         let style = if i == cursor {
@@ -289,7 +293,7 @@ fn menu_box(m: &PanelModel, cursor: usize, area: Rect, buf: &mut Buffer) {
         lines.push((0, Line::styled(text, style)));
     }
     if let Some(s) = &m.status {
-        if cursor + 1 >= ITEMS.len() {
+        if cursor + 1 >= items.len() {
             target = lines.len();
         }
         lines.push((1, Line::styled(s.clone(), grey)));

@@ -3,7 +3,9 @@
 //! recorded agent fixtures ([`fixtures`]).
 #![allow(dead_code)]
 
+pub mod desktop;
 pub mod fixtures;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

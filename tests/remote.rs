@@ -1,0 +1,291 @@
+//! Machines over ssh, end to end on real parts (issue 15): a real `sshd` on 127.0.0.1, "devbox"
+//! as a second tmux server with its own daemon and XDG folders reached only through that sshd,
+//! and the local daemon with a private D-Bus bus, a recording notification server and a
+//! recording `paplay` on its PATH.
+#![allow(clippy::unwrap_used)]
+#![allow(missing_docs)]
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use support::desktop::{hint_str, lines, serve, stand_in, Bus, Call, Server, PATH};
+use support::sshd::Sshd;
+use support::{drawing_agent, wait_for, Client, Daemon, Env, Tmux};
+
+const BIN: &str = env!("CARGO_BIN_EXE_thinkterm-sidecar");
+
+/// devbox: a tmux server, its daemon, an agent in session `work` and a person's client
+/// attached to session `home`.
+struct Devbox {
+    tmux: Tmux,
+    // Held for the test's length: the daemon and the person's client end when dropped.
+    #[allow(dead_code)]
+    env: Env,
+    daemon: Option<Daemon>,
+    pane: String,
+    #[allow(dead_code)]
+    person: Option<Client>,
+}
+
+impl Devbox {
+    fn start() -> Devbox {
+        let mut tmux = Tmux::new();
+        let env = Env::new();
+        let agent = drawing_agent(&env, "claude");
+        let pane = tmux.new_session("work", Some(&agent.display().to_string()));
+        tmux.new_session("home", None);
+        let person = Client::attach(&tmux, "home", 100, 30);
+        let daemon = Daemon::start(&env, &tmux);
+        daemon.wait_ready(&env, &tmux);
+        env.wait_row(&tmux, &pane, "agent", "claude", 10);
+        Devbox {
+            tmux,
+            env,
+            daemon: Some(daemon),
+            pane,
+            person: Some(person),
+        }
+    }
+
+    /// What ssh runs on devbox: the bridge, in devbox's folders, for devbox's tmux server.
+    fn remote_command(&self) -> String {
+        format!(
+            "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} XDG_CONFIG_HOME={} {BIN} -L {} bridge",
+            self.env.path("run").display(),
+            self.env.path("state").display(),
+            self.env.path("config").display(),
+            self.tmux.name
+        )
+    }
+
+    fn show(&self, frame: &str) {
+        let f = support::fixtures::path(frame);
+        self.tmux.type_line(&self.pane, &f.display().to_string());
+    }
+
+    /// The session and pane the person's client shows.
+    fn person_at(&self) -> Option<String> {
+        self.tmux
+            .cmd(&[
+                "list-clients",
+                "-F",
+                "#{client_control_mode} #{session_name} #{pane_id}",
+            ])
+            .lines()
+            .find(|l| l.starts_with("0 "))
+            .map(|l| l[2..].to_string())
+    }
+}
+
+/// The local side: a tmux server (unless `with_tmux` is false), a private bus with a recording
+/// notification server, a recording `paplay`, and the config that names devbox.
+struct Local {
+    tmux: Tmux,
+    env: Env,
+    bus: Bus,
+    player_log: PathBuf,
+}
+
+fn local(devbox: &Devbox, sshd: &Sshd, with_tmux: bool) -> Local {
+    let mut tmux = Tmux::new();
+    if with_tmux {
+        tmux.new_session("laptop", None);
+    }
+    let mut env = Env::new();
+    env.effects = true;
+    let bus = Bus::start();
+    env.vars
+        .push(("DBUS_SESSION_BUS_ADDRESS".into(), bus.address.clone()));
+    let bin = env.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let player_log = env.path("player.log");
+    stand_in(&bin, "paplay", &player_log, &env.path("no-gate"));
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.vars.push(("PATH".into(), path));
+    write_config(&env, devbox, sshd, "");
+    Local {
+        tmux,
+        env,
+        bus,
+        player_log,
+    }
+}
+
+fn write_config(env: &Env, devbox: &Devbox, sshd: &Sshd, extra: &str) {
+    let args: Vec<String> = sshd
+        .ssh_args()
+        .iter()
+        .map(|a| format!("{a:?}"))
+        .collect();
+    std::fs::create_dir_all(env.path("config/thinkterm")).unwrap();
+    std::fs::write(
+        env.path("config/thinkterm/config.toml"),
+        format!(
+            "machine_name = \"laptop\"\n{extra}\n[[machines]]\nname = \"devbox\"\nssh = \"root@127.0.0.1\"\nssh_args = [{}]\nremote_command = {:?}\n",
+            args.join(", "),
+            devbox.remote_command()
+        ),
+    )
+    .unwrap();
+}
+
+fn calls_of(c: &std::sync::Arc<std::sync::Mutex<Vec<Call>>>) -> Vec<Call> {
+    c.lock().unwrap().clone()
+}
+
+/// The machine's row in `machines --json`.
+fn machine(env: &Env, tmux: &Tmux, name: &str) -> Option<serde_json::Value> {
+    let (code, out, _) = env.run(tmux, &["machines", "list", "--json"]);
+    if code != 0 {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+    v.as_array()?.iter().find(|m| m["name"] == name).cloned()
+}
+
+/// A pane of devbox as the local daemon lists it.
+fn remote_row(env: &Env, tmux: &Tmux, pane: &str) -> Option<serde_json::Value> {
+    let v = env.agents(tmux)?;
+    v["panes"]
+        .as_array()?
+        .iter()
+        .find(|p| p["machine"] == "devbox" && p["pane"] == pane)
+        .cloned()
+}
+
+/// A blocked agent on devbox, in a window nobody there looks at: exactly one Notify on the
+/// local desktop (machine name in the summary, body escaped), the local player plays
+/// `waiting`, and invoking the notification moves devbox's client to the pane.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_agent_on_devbox_notifies_here_and_a_click_moves_devbox_s_client() {
+    let sshd = Sshd::start();
+    let devbox = Devbox::start();
+    let local = local(&devbox, &sshd, true);
+    let (server, calls) = serve(&local.bus).await;
+    let d = Daemon::start(&local.env, &local.tmux);
+    d.wait_ready(&local.env, &local.tmux);
+    wait_for(20, "devbox reachable", || {
+        machine(&local.env, &local.tmux, "devbox").filter(|m| m["reachable"] == true)
+    });
+    let row = wait_for(10, "devbox's agent listed here", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["agent"] == "claude")
+    });
+    assert_eq!(row["machine"], "devbox");
+    devbox.show("claude-code/2.1.328/008-blocked.txt");
+    wait_for(15, "one notification", || {
+        (calls_of(&calls).len() == 1).then_some(())
+    });
+    let call = calls_of(&calls)[0].clone();
+    assert!(call.summary.starts_with("devbox · "), "{}", call.summary);
+    assert!(call.summary.contains("work"), "{}", call.summary);
+    assert!(call.summary.contains("waiting for you"), "{}", call.summary);
+    assert_eq!(
+        hint_str(&call, "x-thinkterm-pane").as_deref(),
+        Some(devbox.pane.as_str())
+    );
+    wait_for(10, "the waiting sound here", || {
+        lines(&local.player_log)
+            .iter()
+            .any(|l| l.starts_with("paplay ") && l.ends_with("waiting.wav"))
+            .then_some(())
+    });
+    // Exactly one: devbox's own notifier stayed quiet, and nothing came twice.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(calls_of(&calls).len(), 1);
+    // The click goes back over ssh: devbox's client is moved to the agent's pane.
+    let iface = server
+        .object_server()
+        .interface::<_, Server>(PATH)
+        .await
+        .unwrap();
+    Server::action_invoked(iface.signal_emitter(), 1, "default")
+        .await
+        .unwrap();
+    let want = format!("work {}", devbox.pane);
+    wait_for(10, "devbox's client at the agent", || {
+        devbox.person_at().filter(|at| *at == want)
+    });
+    drop(d);
+}
+
+/// `agents` shows the MACHINE column and `--machine`; `focus devbox:%N` works; the panel,
+/// captured from a real tmux pane, lists agents of both machines and offers the machines menu.
+#[test]
+fn every_view_spans_machines() {
+    let sshd = Sshd::start();
+    let devbox = Devbox::start();
+    let local = local(&devbox, &sshd, true);
+    let here = drawing_agent(&local.env, "claude");
+    let here_pane = local
+        .tmux
+        .new_window("laptop", Some(&here.display().to_string()));
+    let d = Daemon::start(&local.env, &local.tmux);
+    d.wait_ready(&local.env, &local.tmux);
+    wait_for(20, "devbox's agent listed", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["agent"] == "claude")
+    });
+    local.env.wait_row(&local.tmux, &here_pane, "agent", "claude", 10);
+    let (code, out, err) = local.env.run(&local.tmux, &["agents"]);
+    assert_eq!(code, 0, "{err}");
+    let head = out.lines().next().unwrap();
+    assert!(head.starts_with("MACHINE"), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("devbox") && l.contains("claude")),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("laptop")), "{out}");
+    let (_, only, _) = local
+        .env
+        .run(&local.tmux, &["agents", "--machine", "devbox"]);
+    assert!(!only.lines().any(|l| l.starts_with("laptop")), "{only}");
+    // focus devbox:%N moves devbox's client.
+    let (code, out, err) = local.env.run(
+        &local.tmux,
+        &["focus", &format!("devbox:{}", devbox.pane)],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let want = format!("work {}", devbox.pane);
+    wait_for(10, "devbox's client at the agent", || {
+        devbox.person_at().filter(|at| *at == want)
+    });
+    // The panel, in a pane of the local server, drawn at 100x30.
+    let panel = local.tmux.new_window(
+        "laptop",
+        Some(&format!(
+            "env XDG_RUNTIME_DIR={} XDG_STATE_HOME={} {BIN} -L {} panel",
+            local.env.path("run").display(),
+            local.env.path("state").display(),
+            local.tmux.name
+        )),
+    );
+    let screen = || {
+        local
+            .tmux
+            .cmd(&["capture-pane", "-p", "-t", &panel])
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = screen();
+        if s.contains("Idle · laptop · ") && s.contains("Idle · devbox · work · ") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "two agents in the panel:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    local.tmux.cmd(&["send-keys", "-t", &panel, "m"]);
+    let menu = wait_for(10, "the machines menu", || {
+        let s = screen();
+        s.contains("Machines").then_some(s)
+    });
+    assert!(menu.contains("devbox") && menu.contains("laptop"), "{menu}");
+    drop(d);
+}
