@@ -22,7 +22,6 @@ use support::desktop::{hint_str, lines, serve, stand_in, Bus, Call, Server, PATH
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-
 async fn wait_until_for(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < end {
@@ -51,7 +50,6 @@ fn note(message: &str) -> notification::Note {
     };
     notification::build(&input, &DisplaySwitches::default(), None)
 }
-
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notify_arrives_escaped_with_hints_and_a_click_comes_back() {
@@ -145,7 +143,6 @@ async fn server_gone_warns_once_and_the_next_notify_after_it_returns_works() {
     }
     assert_eq!(warnings, 1);
 }
-
 
 struct Rig {
     dir: tempfile::TempDir,

@@ -118,11 +118,7 @@ fn local(devbox: &Devbox, sshd: &Sshd, with_tmux: bool) -> Local {
 }
 
 fn write_config(env: &Env, devbox: &Devbox, sshd: &Sshd, extra: &str) {
-    let args: Vec<String> = sshd
-        .ssh_args()
-        .iter()
-        .map(|a| format!("{a:?}"))
-        .collect();
+    let args: Vec<String> = sshd.ssh_args().iter().map(|a| format!("{a:?}")).collect();
     std::fs::create_dir_all(env.path("config/thinkterm")).unwrap();
     std::fs::write(
         env.path("config/thinkterm/config.toml"),
@@ -230,13 +226,16 @@ fn every_view_spans_machines() {
     wait_for(20, "devbox's agent listed", || {
         remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["agent"] == "claude")
     });
-    local.env.wait_row(&local.tmux, &here_pane, "agent", "claude", 10);
+    local
+        .env
+        .wait_row(&local.tmux, &here_pane, "agent", "claude", 10);
     let (code, out, err) = local.env.run(&local.tmux, &["agents"]);
     assert_eq!(code, 0, "{err}");
     let head = out.lines().next().unwrap();
     assert!(head.starts_with("MACHINE"), "{out}");
     assert!(
-        out.lines().any(|l| l.starts_with("devbox") && l.contains("claude")),
+        out.lines()
+            .any(|l| l.starts_with("devbox") && l.contains("claude")),
         "{out}"
     );
     assert!(out.lines().any(|l| l.starts_with("laptop")), "{out}");
@@ -245,10 +244,9 @@ fn every_view_spans_machines() {
         .run(&local.tmux, &["agents", "--machine", "devbox"]);
     assert!(!only.lines().any(|l| l.starts_with("laptop")), "{only}");
     // focus devbox:%N moves devbox's client.
-    let (code, out, err) = local.env.run(
-        &local.tmux,
-        &["focus", &format!("devbox:{}", devbox.pane)],
-    );
+    let (code, out, err) = local
+        .env
+        .run(&local.tmux, &["focus", &format!("devbox:{}", devbox.pane)]);
     assert_eq!(code, 0, "{out}{err}");
     let want = format!("work {}", devbox.pane);
     wait_for(10, "devbox's client at the agent", || {
@@ -264,11 +262,7 @@ fn every_view_spans_machines() {
             local.tmux.name
         )),
     );
-    let screen = || {
-        local
-            .tmux
-            .cmd(&["capture-pane", "-p", "-t", &panel])
-    };
+    let screen = || local.tmux.cmd(&["capture-pane", "-p", "-t", &panel]);
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let s = screen();
@@ -287,5 +281,213 @@ fn every_view_spans_machines() {
         s.contains("Machines").then_some(s)
     });
     assert!(menu.contains("devbox") && menu.contains("laptop"), "{menu}");
+    drop(d);
+}
+
+/// Lines of the local daemon's log that say devbox is unreachable.
+fn outages(d: &Daemon) -> usize {
+    d.log_text()
+        .lines()
+        .filter(|l| l.contains("devbox") && l.contains("unreachable"))
+        .count()
+}
+
+/// devbox's window as the local daemon lists it.
+fn remote_window(env: &Env, tmux: &Tmux, window: &str) -> Option<serde_json::Value> {
+    let v = env.agents(tmux)?;
+    v["windows"]
+        .as_array()?
+        .iter()
+        .find(|w| w["machine"] == "devbox" && w["window"] == window)
+        .cloned()
+}
+
+/// sshd killed and started again, then devbox's daemon restarted: each time the machine shows
+/// unreachable with one log line, comes back by itself, and brings back what devbox knows (a
+/// `done` mark) with no notification shown twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_is_shown_logged_once_and_healed_with_nothing_lost_or_doubled() {
+    let mut sshd = Sshd::start();
+    let mut devbox = Devbox::start();
+    let local = local(&devbox, &sshd, true);
+    let (_server, calls) = serve(&local.bus).await;
+    let d = Daemon::start(&local.env, &local.tmux);
+    d.wait_ready(&local.env, &local.tmux);
+    let window = devbox.tmux.window_of(&devbox.pane);
+    wait_for(20, "devbox reachable", || {
+        machine(&local.env, &local.tmux, "devbox").filter(|m| m["reachable"] == true)
+    });
+    // Working, then idle while nobody looks: devbox marks the window done and one notification
+    // says so here.
+    devbox.show("claude-code/2.1.328/003-working.txt");
+    wait_for(10, "working here", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["state"] == "working")
+    });
+    devbox.show("claude-code/2.1.328/001-idle.txt");
+    wait_for(15, "done here", || {
+        remote_window(&local.env, &local.tmux, &window).filter(|w| w["mark"] == "done")
+    });
+    wait_for(10, "one notification", || {
+        (calls_of(&calls).len() == 1).then_some(())
+    });
+    assert!(calls_of(&calls)[0].summary.contains("finished"));
+    assert_eq!(outages(&d), 0);
+
+    // sshd goes away.
+    sshd.kill();
+    wait_for(15, "devbox unreachable", || {
+        machine(&local.env, &local.tmux, "devbox").filter(|m| m["reachable"] == false)
+    });
+    assert!(remote_row(&local.env, &local.tmux, &devbox.pane).is_none());
+    // Tries go on with a growing backoff; the outage is said once.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(outages(&d), 1, "{}", d.log_text());
+    sshd.restart();
+    wait_for(40, "devbox back, its done mark with it", || {
+        remote_window(&local.env, &local.tmux, &window).filter(|w| w["mark"] == "done")
+    });
+
+    // devbox's daemon restarts.
+    let mut old = devbox.daemon.take().unwrap();
+    old.stop();
+    wait_for(15, "devbox unreachable again", || {
+        machine(&local.env, &local.tmux, "devbox").filter(|m| m["reachable"] == false)
+    });
+    let again = Daemon::start(&devbox.env, &devbox.tmux);
+    again.wait_ready(&devbox.env, &devbox.tmux);
+    devbox.daemon = Some(again);
+    wait_for(40, "devbox back after its restart, still done", || {
+        remote_window(&local.env, &local.tmux, &window).filter(|w| w["mark"] == "done")
+    });
+    assert_eq!(outages(&d), 2, "one line per outage: {}", d.log_text());
+    // The done notification was shown once, whatever came back.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(calls_of(&calls).len(), 1);
+    drop(d);
+}
+
+/// The ssh process stopped (SIGSTOP) for 10 s while devbox's agent changes state: after
+/// SIGCONT the local side shows the true state, not what it knew before the stop.
+#[test]
+fn a_stopped_link_catches_up_after_sigcont() {
+    let sshd = Sshd::start();
+    let devbox = Devbox::start();
+    let local = local(&devbox, &sshd, true);
+    let d = Daemon::start(&local.env, &local.tmux);
+    d.wait_ready(&local.env, &local.tmux);
+    devbox.show("claude-code/2.1.328/001-idle.txt");
+    wait_for(20, "idle here", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["state"] == "idle")
+    });
+    let port = format!("-p {}", sshd.port);
+    let ssh = wait_for(10, "the link's ssh process", || {
+        let out = std::process::Command::new("pgrep")
+            .args(["-f", &format!("^ssh .*{port}")])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .map(str::to_string)
+    });
+    let _ = std::process::Command::new("kill")
+        .args(["-STOP", &ssh])
+        .status();
+    devbox.show("claude-code/2.1.328/003-working.txt");
+    devbox
+        .env
+        .wait_row(&devbox.tmux, &devbox.pane, "state", "working", 10);
+    devbox.show("claude-code/2.1.328/008-blocked.txt");
+    devbox
+        .env
+        .wait_row(&devbox.tmux, &devbox.pane, "state", "blocked", 10);
+    std::thread::sleep(Duration::from_secs(8));
+    assert_eq!(
+        remote_row(&local.env, &local.tmux, &devbox.pane).unwrap()["state"],
+        "idle",
+        "nothing arrives while the link is stopped"
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &ssh])
+        .status();
+    wait_for(10, "the true state after SIGCONT", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["state"] == "blocked")
+    });
+    drop(d);
+}
+
+/// A laptop with no tmux server of its own serves a connected machine all the same.
+#[test]
+fn a_daemon_with_no_local_tmux_server_serves_the_machine() {
+    let sshd = Sshd::start();
+    let devbox = Devbox::start();
+    let local = local(&devbox, &sshd, false);
+    let d = Daemon::start(&local.env, &local.tmux);
+    d.wait_ready(&local.env, &local.tmux);
+    wait_for(20, "devbox's agent listed", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["agent"] == "claude")
+    });
+    assert!(
+        !d.log_text().contains("WARN") && !d.log_text().contains("ERROR"),
+        "no local tmux is not an error: {}",
+        d.log_text()
+    );
+    drop(d);
+}
+
+/// Machines that cannot be followed — a command that does not exist, ssh that would ask for a
+/// password, a sidecar too old to follow, a greeting before the protocol — each get one clear
+/// line and their own status; a good machine beside them works.
+#[test]
+fn bad_machines_get_one_clear_line_each_and_affect_nothing_else() {
+    let sshd = Sshd::start();
+    let devbox = Devbox::start();
+    let local = local(&devbox, &sshd, true);
+    let no_key: Vec<String> = sshd
+        .ssh_args()
+        .into_iter()
+        .skip(2) // no -i KEY: BatchMode refuses to ask for a password
+        .map(|a| format!("{a:?}"))
+        .collect();
+    let old = r#"read l; echo '{"reply":"error","message":"bad request: unknown variant `follow`"}'; sleep 60"#;
+    let noisy = format!("echo 'Welcome to devbox!'; {}", devbox.remote_command());
+    let extra = format!(
+        "\n[[machines]]\nname = \"broken\"\ncommand = [\"/nonexistent/bridge\"]\n\
+         \n[[machines]]\nname = \"nokey\"\nssh = \"root@127.0.0.1\"\nssh_args = [{}, \"-o\", \"IdentitiesOnly=yes\", \"-o\", \"IdentityFile=/nonexistent\"]\n\
+         \n[[machines]]\nname = \"old\"\ncommand = [\"sh\", \"-c\", {old:?}]\n\
+         \n[[machines]]\nname = \"noisy\"\ncommand = [\"sh\", \"-c\", {noisy:?}]\n",
+        no_key.join(", ")
+    );
+    write_config(&local.env, &devbox, &sshd, &extra);
+    let d = Daemon::start(&local.env, &local.tmux);
+    d.wait_ready(&local.env, &local.tmux);
+    let reason = |name: &str| {
+        wait_for(30, &format!("{name} unreachable"), || {
+            machine(&local.env, &local.tmux, name)
+                .filter(|m| m["reachable"] == false && m["reason"] != "connecting")
+                .map(|m| m["reason"].as_str().unwrap_or("").to_string())
+        })
+    };
+    assert!(reason("broken").contains("cannot run"));
+    assert!(reason("nokey").contains("Permission denied"));
+    assert!(reason("old").contains("cannot be followed"));
+    wait_for(20, "noisy reachable through its greeting", || {
+        machine(&local.env, &local.tmux, "noisy").filter(|m| m["reachable"] == true)
+    });
+    wait_for(20, "devbox works beside them", || {
+        remote_row(&local.env, &local.tmux, &devbox.pane).filter(|r| r["agent"] == "claude")
+    });
+    let log = d.log_text();
+    for name in ["broken", "nokey", "old"] {
+        let n = log
+            .lines()
+            .filter(|l| l.contains(name) && l.contains("unreachable"))
+            .count();
+        assert_eq!(n, 1, "one line for {name}: {log}");
+    }
+    assert!(
+        log.contains("skipping output that is not a sidecar reply"),
+        "{log}"
+    );
     drop(d);
 }
