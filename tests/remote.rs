@@ -491,3 +491,51 @@ fn bad_machines_get_one_clear_line_each_and_affect_nothing_else() {
     );
     drop(d);
 }
+
+/// `bridge` with no daemon for the server says so in one line and fails; with `--start` it
+/// starts one (detached, in its own session) when a tmux server runs, and relays to it.
+#[test]
+fn the_bridge_says_when_no_daemon_runs_and_start_starts_one() {
+    use std::io::{BufRead, BufReader, Write};
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("solo", None);
+    let env = Env::new();
+    let (code, out, err) = env.run(&tmux, &["bridge"]);
+    assert_ne!(code, 0);
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no thinkterm-sidecar daemon"), "{err}");
+    let mut bridge = env
+        .sidecar(&tmux, &["bridge", "--start"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = bridge.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"request\":\"agents\",\"id\":5}\n")
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(bridge.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(v["reply"], "snapshot", "{line}");
+    assert_eq!(v["id"], 5, "the reply carries the request's id");
+    drop(stdin);
+    let _ = bridge.wait();
+    // The started daemon runs on, in a session of its own; stop it by pid.
+    let socket = tmux.cmd(&["display-message", "-p", "#{socket_path}"]);
+    let pids = std::process::Command::new("pgrep")
+        .args(["-f", "--", &format!("-S {} run --detached", socket.trim())])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&pids.stdout).to_string();
+    let pid = pids.lines().next().expect("the started daemon runs").trim().to_string();
+    let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = sid.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    assert_eq!(fields[3], pid, "the daemon leads a session of its own");
+    assert!(env.pane_row(&tmux, &pane).is_some(), "and it serves the server");
+    let _ = std::process::Command::new("kill").arg(&pid).status();
+}
