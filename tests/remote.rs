@@ -532,10 +532,18 @@ fn the_bridge_says_when_no_daemon_runs_and_start_starts_one() {
         .output()
         .unwrap();
     let pids = String::from_utf8_lossy(&pids.stdout).to_string();
-    let pid = pids.lines().next().expect("the started daemon runs").trim().to_string();
+    let pid = pids
+        .lines()
+        .next()
+        .expect("the started daemon runs")
+        .trim()
+        .to_string();
     let sid = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let fields: Vec<&str> = sid.rsplit_once(')').unwrap().1.split_whitespace().collect();
     assert_eq!(fields[3], pid, "the daemon leads a session of its own");
-    assert!(env.pane_row(&tmux, &pane).is_some(), "and it serves the server");
+    assert!(
+        env.pane_row(&tmux, &pane).is_some(),
+        "and it serves the server"
+    );
     let _ = std::process::Command::new("kill").arg(&pid).status();
 }

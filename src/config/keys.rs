@@ -91,5 +91,8 @@ settings! {
         /// sidecar on a server with no desktop): `off`, `auto` (from what tmux knows of the
         /// client's terminal), `osc777`, `osc9` or `osc99`.
         terminal_notifications: String = "off".into();
+        /// With terminal notifications, also ring the client terminal's bell (many terminals
+        /// mark an unfocused window urgent on a bell).
+        terminal_bell: bool = false;
     }
 }

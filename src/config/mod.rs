@@ -171,19 +171,6 @@ pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
             .warnings
             .push(format!("{}: cannot read: {e}", path.display())),
     }
-    if !TERMINAL_NOTIFICATIONS.contains(&l.config.terminal_notifications.as_str()) {
-        let at = l
-            .sources
-            .get("terminal_notifications")
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        l.warnings.push(format!(
-            "{at}: terminal_notifications = {:?} is not one of {}; off",
-            l.config.terminal_notifications,
-            TERMINAL_NOTIFICATIONS.join(", ")
-        ));
-        l.config.terminal_notifications = "off".into();
-    }
     for key in keys() {
         let var = env_var(&key.name);
         if let Some((_, v)) = env.iter().find(|(k, _)| *k == var) {
@@ -195,6 +182,19 @@ pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
             }
         }
     }
+    if crate::effects::terminal::Setting::parse(&l.config.terminal_notifications).is_none() {
+        let at = l
+            .sources
+            .get("terminal_notifications")
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        l.warnings.push(format!(
+            "{at}: terminal_notifications = {:?} is not one of {}; off",
+            l.config.terminal_notifications,
+            crate::effects::terminal::Setting::WORDS.join(", ")
+        ));
+        l.config.terminal_notifications = "off".into();
+    }
     l
 }
 
@@ -205,9 +205,6 @@ fn warning(at: &str, key: &str, e: &SetError) -> String {
         _ => format!("{at}: {key}: {e}"),
     }
 }
-
-/// The values `terminal_notifications` takes.
-pub const TERMINAL_NOTIFICATIONS: [&str; 5] = ["off", "auto", "osc777", "osc9", "osc99"];
 
 /// Reads the `[[machines]]` tables: each must parse, have a name no other has, and a way to
 /// reach it (`ssh` or `command`); a bad one is left out with `file:line: why`.

@@ -23,6 +23,7 @@ use super::panes::PaneEntry;
 use super::prober::Prober;
 use super::ruleset::{Reloaded, RuleSet, SlowLook};
 use super::status_line::{StatusLine, StatusLineConfig};
+use super::terminal::TerminalNotes;
 use super::windows::Windows;
 use super::{snapshot, IpcMessage};
 use crate::clock::Now;
@@ -74,6 +75,8 @@ pub(super) struct Daemon {
     pub(super) windows: Windows,
     pub(super) status: StatusLine,
     pub(super) notifier: Notifier,
+    /// Notifications written to the person's terminal.
+    pub(super) terminal: TerminalNotes,
     pub(super) sound: SoundPlayer,
     pub(super) bus: Bus,
     /// Connected machines.
@@ -130,6 +133,7 @@ impl Daemon {
             pacing.grid,
             pacing.reads(),
         );
+        let terminal = TerminalNotes::new(&c.terminal_notifications, c.terminal_bell);
         Daemon {
             status: StatusLine::new(status_line_config(&config)),
             tmux,
@@ -142,6 +146,7 @@ impl Daemon {
             captures,
             prober,
             windows: Windows::default(),
+            terminal,
             notifier,
             sound,
             bus: Bus::default(),
@@ -174,6 +179,7 @@ impl Daemon {
             self.captures.next_deadline(),
             self.status.next_deadline(),
             self.notifier.next_deadline(),
+            self.terminal.next_deadline(),
             self.bus.next_deadline(now),
             self.probe_at,
             panes,
@@ -202,6 +208,9 @@ impl Daemon {
         }
         if self.notifier.next_deadline().is_some_and(|d| d <= t) {
             self.send_due_notes(now);
+        }
+        if self.terminal.next_deadline().is_some_and(|d| d <= t) {
+            self.terminal_check(now, false);
         }
         let due: Vec<PaneId> = self
             .panes
@@ -320,6 +329,8 @@ impl Daemon {
         );
         self.status.configure(status_line_config(&self.config));
         self.notifier.configure(c.notify_without_focus, c.display);
+        self.terminal
+            .configure(&c.terminal_notifications, c.terminal_bell);
         self.sound = super::sound_player(&self.config);
         // New identities: every pane is probed in full.
         self.probe_all(now, true);

@@ -254,6 +254,9 @@ impl Daemon {
         if std::mem::take(&mut self.link.clients_again) {
             self.start_clients();
         }
+        if self.terminal.next_deadline().is_some() {
+            self.terminal_check(now, true);
+        }
     }
 
     /// A new observer: everything is listed, options set, done marks restored.

@@ -256,7 +256,7 @@ impl Daemon {
                     self.bus.event(&Reply::Event(e), false);
                     self.changed = true;
                 }
-                Reply::Notify(n) => self.show_remote_note(&name, n),
+                Reply::Notify(n) => self.show_remote_note(now, &name, n),
                 Reply::Sound { sound, .. } => {
                     let s = match sound.as_str() {
                         "done" => Some(Sound::Done),
@@ -275,7 +275,7 @@ impl Daemon {
     }
 
     /// Shows a notification a connected machine decided on, with this machine's switches.
-    fn show_remote_note(&mut self, machine: &str, n: NoteRequest) {
+    fn show_remote_note(&mut self, now: Now, machine: &str, n: NoteRequest) {
         let Some(kind) = NoteKind::parse(&n.kind) else {
             tracing::debug!(machine, kind = %n.kind, "a notification of an unknown kind");
             return;
@@ -290,7 +290,7 @@ impl Daemon {
             progress: n.progress,
             subtasks: n.subtasks,
         };
-        self.notifier.show(&input, Some(machine));
+        self.show_here(now, &input, Some(machine));
     }
 
     /// Routes a request about a pane to the machine it names (None: this computer): true when

@@ -35,6 +35,7 @@ mod prober;
 mod ruleset;
 mod snapshot;
 mod status_line;
+mod terminal;
 mod windows;
 
 use std::path::PathBuf;

@@ -34,6 +34,8 @@ pub struct PaneEntry {
     pub identity: Identity,
     /// Bytes of output seen, as tmux sent them (escaped; for diagnostics).
     pub output_bytes: u64,
+    /// When output was last read (tmux is then drawing it in the clients that show the pane).
+    pub last_output: Option<Instant>,
     /// The last screen captured.
     pub screen: String,
     /// The last verdict of the screen rules (what `explain` shows).
@@ -86,6 +88,7 @@ impl PaneEntry {
             fg: Foreground::default(),
             identity: Identity::Other,
             output_bytes: 0,
+            last_output: None,
             screen: String::new(),
             verdict: None,
             tracker: Tracker::new(now),
@@ -248,6 +251,7 @@ impl PaneEntry {
     /// Output arrived: scan it for escape sequences and tell the tracker what they said.
     pub fn on_output(&mut self, now: Now, data: &Escaped, detection: bool) -> OutputOutcome {
         self.output_bytes += data.wire_len() as u64;
+        self.last_output = Some(now.at);
         let mut out = OutputOutcome::default();
         // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
         // (`pane_current_command` misses a script started from a shell of the same name). A

@@ -342,27 +342,27 @@ impl Daemon {
         };
         let clients = client_views(inv);
         if let Some(decided) = self.notifier.offer(now.at, &clients, input) {
-            self.deliver(&decided);
+            self.deliver(now, &decided);
         }
     }
 
     /// Sends notes whose throttle interval ended.
     pub(super) fn send_due_notes(&mut self, now: Now) {
         for decided in self.notifier.due(now.at) {
-            self.deliver(&decided);
+            self.deliver(now, &decided);
         }
     }
 
     /// A decided notification: to the followers that take this machine's notifications, and
     /// shown here unless one does (or the config wants both).
-    fn deliver(&mut self, decided: &NoteInput) {
+    fn deliver(&mut self, now: Now, decided: &NoteInput) {
         let followed = self.bus.takes_notifications();
         if followed {
             self.bus
                 .decision(&Reply::Notify(super::machines::note_request(decided)));
         }
         if !followed || self.config.config.notify_when_followed {
-            self.notifier.show(decided, None);
+            self.show_here(now, decided, None);
         }
     }
 

@@ -5,7 +5,8 @@
 //! - [`throttle`]: at most one notification per window per 30 s, the latest one kept;
 //! - [`background`]: whether a window counts as "in the background";
 //! - [`notification`]: the text and hints of one notification;
-//! - [`focus`]: the tmux commands that bring a pane to the front.
+//! - [`focus`]: the tmux commands that bring a pane to the front;
+//! - [`terminal`]: the escape sequence of a terminal notification, and which one a terminal gets.
 //!
 //! The parts that talk to the outside world:
 //! - [`desktop`]: `org.freedesktop.Notifications` over zbus, clicks coming back;
@@ -16,6 +17,7 @@ pub mod desktop;
 pub mod focus;
 pub mod notification;
 pub mod sound;
+pub mod terminal;
 pub mod throttle;
 
 /// What the effects may do, after the environment rule is applied over the config.

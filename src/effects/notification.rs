@@ -146,8 +146,9 @@ pub struct Note {
     pub machine: Option<String>,
 }
 
-/// Builds the notification. `desktop_entry` is [`installed_desktop_entry`]'s answer.
-pub fn build(input: &NoteInput, switches: &DisplaySwitches, desktop_entry: Option<&str>) -> Note {
+/// The summary and the plain, one-line body (cut, not escaped) of a notification about
+/// `input`: what [`build`] escapes for a desktop, and what a terminal notification says.
+pub fn text(input: &NoteInput, switches: &DisplaySwitches) -> (String, String) {
     let name = one_line(&input.window_name);
     let name = if name.is_empty() {
         input.window.to_string()
@@ -183,7 +184,13 @@ pub fn build(input: &NoteInput, switches: &DisplaySwitches, desktop_entry: Optio
     if switches.subtasks && !input.subtasks.is_empty() {
         parts.push(subtask_line(&input.subtasks));
     }
-    let body = escape_markup(&cut(&parts.join(" · "), BODY_MAX_CHARS));
+    (summary, cut(&parts.join(" · "), BODY_MAX_CHARS))
+}
+
+/// Builds the notification. `desktop_entry` is [`installed_desktop_entry`]'s answer.
+pub fn build(input: &NoteInput, switches: &DisplaySwitches, desktop_entry: Option<&str>) -> Note {
+    let (summary, body) = text(input, switches);
+    let body = escape_markup(&body);
 
     Note {
         window: input.window,

@@ -111,6 +111,10 @@ pub struct ClientInfo {
     pub flags: ClientFlags,
     /// `client_activity`, unix seconds.
     pub activity: u64,
+    /// `client_termname`: the client's `TERM`.
+    pub termname: String,
+    /// `client_termtype`: what its terminal answered to tmux's version query (may be empty).
+    pub termtype: String,
 }
 
 const SESSION_FIELDS: &[&str] = &[
@@ -150,6 +154,8 @@ const CLIENT_FIELDS: &[&str] = &[
     "client_flags",
     "client_control_mode",
     "client_activity",
+    "client_termname",
+    "client_termtype",
 ];
 
 /// The `list-sessions` command line.
@@ -269,6 +275,8 @@ pub fn parse_clients(body: &[String]) -> Vec<ClientInfo> {
                 pane: PaneId::parse(f[5]),
                 flags,
                 activity: f[8].parse().unwrap_or(0),
+                termname: f[9].to_string(),
+                termtype: f[10].to_string(),
             })
         })
         .collect()
@@ -363,6 +371,8 @@ mod tests {
                 "attached,focused,UTF-8",
                 "0",
                 "100",
+                "xterm-kitty",
+                "kitty(0.35.2)",
             ]),
             row(&[
                 "client-9",
@@ -374,9 +384,15 @@ mod tests {
                 "attached,focused,control-mode",
                 "1",
                 "90",
+                "",
+                "",
             ]),
         ]);
         assert!(c[0].flags.focused && !c[0].flags.control_mode);
+        assert_eq!(
+            (c[0].termname.as_str(), c[0].termtype.as_str()),
+            ("xterm-kitty", "kitty(0.35.2)")
+        );
         assert!(c[1].flags.control_mode);
         let inv = Inventory {
             clients: c,
