@@ -18,11 +18,13 @@
 //! - [`notifier`]: the throttle, the display switches, the focus facts, the desktop handle;
 //! - [`bus`]: the subscribers and their lag;
 //! - [`ruleset`]: the rules in force and what the overrides folder held;
-//! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket.
+//! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket;
+//!   [`doctor`]: what `doctor` asks the daemon.
 
 mod bus;
 mod capture;
 mod core;
+mod doctor;
 mod flood;
 mod ipc_server;
 mod link;

@@ -173,6 +173,8 @@ pub enum Request {
         /// The pane.
         pane: PaneId,
     },
+    /// What the daemon knows that `doctor` checks (a `Value`; `docs/schema.md`).
+    Doctor,
 }
 
 /// A reply or pushed message from the daemon (one JSON line).
