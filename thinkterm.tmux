@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # thinkterm-sidecar as a tmux plugin.
 #
-#   TPM:            set -g @plugin 'thinkterm/thinkterm-sidecar'   (TPM runs every *.tmux here)
+#   TPM:            set -g @plugin 'OWNER/thinkterm-sidecar'   (TPM runs every *.tmux here)
 #   plain tmux.conf: run-shell /path/to/thinkterm-sidecar/thinkterm.tmux
 #
 # For the tmux server it runs in, it
@@ -23,9 +23,9 @@
 #                                      defaults; on: add it to whatever they are; off: never
 #   @thinkterm-summary       auto      the same for #{@thinkterm_summary} in status-right
 #   @thinkterm-focus-events  on        set focus-events on (off: leave it)
-#   @thinkterm-panel-key     a         prefix + KEY opens the agents panel ("" or off: no key)
+#   @thinkterm-panel-key     a         prefix + KEY opens the agents panel (off: no key)
 #   @thinkterm-panel-size    70%,80%   the panel popup's width,height
-#   @thinkterm-card-key      A         prefix + KEY opens the window card ("" or off: no key;
+#   @thinkterm-card-key      A         prefix + KEY opens the window card (off: no key;
 #                                      bound only when `thinkterm-sidecar card` exists)
 #   @thinkterm-card-size     60%,50%   the card popup's width,height
 #

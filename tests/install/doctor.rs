@@ -161,6 +161,62 @@ fn broken(env: &Env, tmux: &Tmux, id: &str, problem: &str, fix: &str) {
     );
 }
 
+/// docs/schema.md names every field the daemon and doctor send: `agents --json` (panes and
+/// windows), the daemon's doctor answer (two levels) and doctor's checks.
+fn every_field_is_documented(env: &Env, tmux: &Tmux, report: &serde_json::Value) {
+    use std::io::{Read, Write};
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/schema.md")).unwrap();
+    let sock = std::fs::read_dir(env.path("run/thinkterm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .unwrap();
+    let mut s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    s.write_all(b"{\"request\":\"doctor\"}\n").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut line = String::new();
+    s.read_to_string(&mut line).unwrap();
+    let answer: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let mut keys: Vec<String> = Vec::new();
+    let mut add = |v: &serde_json::Value| {
+        keys.extend(v.as_object().unwrap().keys().cloned());
+    };
+    let value = &answer["value"];
+    add(value);
+    for (_, inner) in value.as_object().unwrap() {
+        if inner.is_object() {
+            add(inner);
+        }
+    }
+    add(report);
+    add(&report["checks"][0]);
+    let agents = env.agents(tmux).unwrap();
+    add(&agents);
+    add(&agents["panes"][0]);
+    add(&agents["windows"][0]);
+    let missing: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            // `key` in a table, {a, key, b} or {key: …} in a shape, "key" in an example.
+            let forms = [
+                format!("`{k}`"),
+                format!(" {k},"),
+                format!("{{{k},"),
+                format!(" {k}}}"),
+                format!(" {k}:"),
+                format!("\"{k}\""),
+            ];
+            !forms.iter().any(|f| doc.contains(f.as_str()))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/schema.md does not name {missing:?}"
+    );
+}
+
 fn reload(env: &Env, tmux: &Tmux) {
     let (code, _, err) = env.run(tmux, &["rules", "reload"]);
     assert_eq!(code, 0, "{err}");
@@ -194,6 +250,7 @@ fn doctor_says_all_good_when_healthy_and_names_each_broken_thing() {
     });
 
     let (code, out, _) = env.run(&tmux, &["doctor"]);
+    println!("{out}"); // shown with --nocapture: a healthy report
     assert_eq!(code, 0, "{out}");
     assert!(out.ends_with("All good.\n"), "{out}");
     assert!(
@@ -209,6 +266,7 @@ fn doctor_says_all_good_when_healthy_and_names_each_broken_thing() {
     let (_, failed, report) = doctor(&env, &tmux);
     assert!(failed.is_empty(), "{report:#}");
     assert_eq!(report["ok"], true);
+    every_field_is_documented(&env, &tmux, &report);
 
     tmux.cmd(&["set", "-g", "focus-events", "off"]);
     broken(&env, &tmux, "focus_events", "off", "set -g focus-events on");
