@@ -45,9 +45,17 @@ get() {
     printf '%s' "${v:-$2}"
 }
 
-# A tmux message (formats are expanded in it: '#' is doubled).
+# A tmux message (formats are expanded in it: '#' is doubled). While no person's client is
+# attached (the config loads before the first client attaches), nobody would see it: the first
+# client that attaches gets it, through a hook that then removes itself.
+MSG_HOOK='client-attached[9873]'
 msg() {
-    tmux display-message "thinkterm-sidecar: ${*//#/##}"
+    local text="thinkterm-sidecar: $*"
+    text="${text//#/##}"
+    case "$(tmux list-clients -F '#{client_control_mode}' 2>/dev/null)" in
+    *0*) tmux display-message "$text" ;;
+    *) tmux set-hook -g "$MSG_HOOK" "display-message '${text//\'/’}' ; set-hook -gu '$MSG_HOOK'" ;;
+    esac
 }
 
 # One shell word, single-quoted, with '#' doubled for tmux's format expansion of shell commands

@@ -8,6 +8,10 @@ use thinkterm_sidecar::service;
 
 fn main() {
     let cli = Cli::parse();
+    if matches!(&cli.command, Command::Run(a) if a.detached_child) {
+        // Started by `run --detach`: no terminal, a process group and session of its own.
+        service::detach::become_session_leader();
+    }
     setup_logging(&cli);
     match &cli.command {
         Command::Run(args) if args.detach && !args.detached_child => {
@@ -132,7 +136,6 @@ fn setup_logging(cli: &Cli) {
     };
     match &cli.command {
         Command::Run(args) if args.detached_child => {
-            service::detach::become_session_leader();
             let addr = thinkterm_sidecar::tmux::server::ServerAddress::resolve(&cli.server());
             let log = logging::daemon_log_path(&addr.key());
             logging::init(Sink::File(log), &daemon_level());

@@ -165,15 +165,20 @@ fn without_a_binary_the_plugin_builds_it_in_the_background_and_says_so() {
     let plugin = plugin_copy(&env);
     let mut tmux = Tmux::new();
     let mut server = Server::start_bare(&mut tmux, &env, "s");
-    let _client = Client::attach(&tmux, "s", 100, 20);
     let messages = |t: &Tmux| t.cmd(&["show-messages"]);
 
+    // No client yet (as while ~/.tmux.conf loads): the first one to attach gets the message.
     tmux.cmd(&["run-shell", &plugin.display().to_string()]);
+    let _client = Client::attach(&tmux, "s", 100, 20);
     wait_for(10, "the no-cargo message", || {
         messages(&tmux)
             .contains("no thinkterm-sidecar found and no cargo to build it")
             .then_some(())
     });
+    assert!(
+        !tmux.cmd(&["show-hooks", "-g"]).contains("[9873]"),
+        "the message hook removed itself"
+    );
 
     // A stand-in cargo that "builds" by linking the real binary where a build puts it.
     let cargo_dir = env.path("cargo-bin");
