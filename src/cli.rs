@@ -11,7 +11,12 @@ use crate::tmux::server::{ServerAddress, ServerChoice};
 
 /// Watches every tmux pane and tells you which AI coding agent needs you.
 #[derive(Debug, Parser)]
-#[command(name = "thinkterm-sidecar", version, about)]
+#[command(
+    name = "thinkterm-sidecar",
+    version,
+    about,
+    after_long_help = crate::generate::AFTER_HELP
+)]
 pub struct Cli {
     /// tmux server socket name (like `tmux -L NAME`).
     #[arg(
@@ -35,13 +40,9 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the daemon in the foreground (one per tmux server).
-    Run {
-        /// Started by `bridge --start`: leave the caller's session first (an ssh session's end
-        /// must not end the daemon).
-        #[arg(long, hide = true)]
-        detached: bool,
-    },
+    /// Run the daemon (one per tmux server): in the foreground, or in the background with
+    /// `--detach`.
+    Run(crate::service::RunArgs),
     /// List every pane with its agent and state.
     Agents {
         /// Print the documented JSON schema instead of a table.
@@ -108,6 +109,24 @@ pub enum Command {
         /// What to do (default: list).
         #[command(subcommand)]
         action: Option<crate::remote::commands::MachinesAction>,
+    },
+    /// Check everything a first run depends on, for this tmux server, and say how to fix each
+    /// miss (exit 1 when something is wrong).
+    Doctor {
+        /// JSON instead of text (`docs/schema.md`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print shell completions for SHELL (generated from this command line).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write it and one page per subcommand into a folder.
+    Man {
+        /// Write `thinkterm-sidecar.1` and `thinkterm-sidecar-SUBCOMMAND.1` here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
 }
 

@@ -22,15 +22,21 @@
 //!   them with one `timerfd`.
 //! - [`config`]: defaults, the config file and environment overrides; [`clock`]: time, read
 //!   once per wake-up.
-//! - [`cli`]: the command-line interface.
+//! - [`cli`]: the command-line interface; [`generate`]: its completions and man pages;
+//!   [`doctor`]: the checks of a first run.
+//! - [`service`]: the daemon started in the background for one server and ending with it;
+//!   [`logging`]: where its log goes (terminal, journal, rotated file).
 
 pub mod cli;
 pub(crate) mod clock;
 pub mod config;
 pub mod daemon;
+pub mod doctor;
 pub mod effects;
+pub mod generate;
 pub mod ids;
 pub mod ipc;
+pub mod logging;
 pub mod osc;
 pub(crate) mod pane;
 pub mod panel;
@@ -38,6 +44,7 @@ pub(crate) mod paths;
 pub mod process;
 pub mod remote;
 pub mod rules;
+pub mod service;
 pub mod state;
 pub(crate) mod thread;
 pub mod timer;

@@ -3,27 +3,39 @@
 use clap::Parser;
 use thinkterm_sidecar::cli::{self, Cli, Command, RulesAction};
 use thinkterm_sidecar::daemon::{self, Fatal};
+use thinkterm_sidecar::logging::{self, Sink};
+use thinkterm_sidecar::service;
 
 fn main() {
     let cli = Cli::parse();
-    let filter = std::env::var("THINKTERM_LOG")
-        .ok()
-        .unwrap_or_else(|| match cli.command {
-            Command::Run { .. } => {
-                thinkterm_sidecar::config::load(cli.config.as_deref())
-                    .config
-                    .log
-            }
-            _ => "warn".into(),
-        });
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    if matches!(&cli.command, Command::Run(a) if a.detached_child) {
+        // Started by `run --detach`: no terminal, a process group and session of its own.
+        service::detach::become_session_leader();
+    }
+    setup_logging(&cli);
+    match &cli.command {
+        Command::Run(args) if args.detach && !args.detached_child => {
+            exit_on_error(service::run_detached(&cli, args));
+            return;
+        }
+        Command::Completions { shell } => {
+            exit_on_error(
+                thinkterm_sidecar::generate::completions(*shell, &mut std::io::stdout())
+                    .map_err(Into::into),
+            );
+            return;
+        }
+        Command::Man { out } => {
+            exit_on_error(match out {
+                Some(dir) => thinkterm_sidecar::generate::man_pages(dir).map_err(Into::into),
+                None => {
+                    thinkterm_sidecar::generate::man(&mut std::io::stdout()).map_err(Into::into)
+                }
+            });
+            return;
+        }
+        _ => {}
+    }
     if let Command::Panel { origin, options } = &cli.command {
         // The panel runs its own threads (no runtime).
         let socket = cli.daemon_socket();
@@ -49,16 +61,18 @@ fn main() {
     };
     let result = rt.block_on(async {
         match &cli.command {
-            Command::Run { detached } => {
-                if *detached {
-                    // Its own session, no controlling terminal: a hang-up of the caller's
-                    // session (ssh closing) does not reach it.
-                    let _ = rustix::process::setsid();
-                }
+            Command::Run(args) => {
                 let opts = daemon::Options {
                     server: cli.server(),
                     config_path: cli.config.clone(),
                 };
+                if args.exit_with_server {
+                    let addr =
+                        thinkterm_sidecar::tmux::server::ServerAddress::resolve(&opts.server);
+                    if let Some(tmux) = thinkterm_sidecar::tmux::server::find_tmux() {
+                        service::server_watch::exit_with_server(&tmux, &addr)?;
+                    }
+                }
                 // The daemon runs as a task, not as the future `block_on` polls: waking that
                 // future costs an eventfd write and an extra epoll round per wake-up, and the
                 // daemon is woken for every read of every control client.
@@ -74,10 +88,8 @@ fn main() {
             } => cli::agents(&cli, *json, *attention, machine.as_deref()).await,
             Command::Bridge { start } => {
                 let addr = thinkterm_sidecar::tmux::server::ServerAddress::resolve(&cli.server());
-                let starter = |a: &thinkterm_sidecar::tmux::server::ServerAddress| {
-                    thinkterm_sidecar::remote::bridge::start_daemon(a, cli.config.as_deref())
-                };
-                let start_fn = || starter(&addr);
+                // Nothing may reach stdout but the daemon's replies.
+                let start_fn = || service::start_in_background(&cli, false).map(|_| ());
                 thinkterm_sidecar::remote::bridge::run(
                     &addr,
                     start.then_some(&start_fn as &dyn Fn() -> anyhow::Result<()>),
@@ -108,7 +120,14 @@ fn main() {
             Command::Report(args) => cli::report(args),
             Command::Focus { pane, client } => cli::focus(&cli, pane.clone(), client.clone()).await,
             Command::Status { format } => cli::status(&cli, format).await,
-            Command::Panel { .. } => Ok(()),
+            Command::Doctor { json } => {
+                let code = thinkterm_sidecar::doctor::run(&cli, *json).await;
+                if code != 0 {
+                    std::process::exit(code);
+                }
+                Ok(())
+            }
+            Command::Panel { .. } | Command::Completions { .. } | Command::Man { .. } => Ok(()),
         }
     });
     // Blocking work still running (a probe stuck reading /proc, a write) must not keep the
@@ -116,7 +135,52 @@ fn main() {
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     if let Err(e) = result {
         let code = e.downcast_ref::<Fatal>().map(|f| f.code).unwrap_or(1);
+        if logs_to_file() {
+            tracing::error!("{e:#}");
+        }
         eprintln!("thinkterm-sidecar: {e:#}");
         std::process::exit(code);
+    }
+}
+
+/// Logging for this command: the daemon at the config's level, to the journal under systemd, to
+/// its own file when started in the background; the other commands at `warn` on standard error.
+fn setup_logging(cli: &Cli) {
+    let daemon_level = || {
+        thinkterm_sidecar::config::load(cli.config.as_deref())
+            .config
+            .log
+    };
+    match &cli.command {
+        Command::Run(args) if args.detached_child => {
+            let addr = thinkterm_sidecar::tmux::server::ServerAddress::resolve(&cli.server());
+            let log = logging::daemon_log_path(&addr.key());
+            logging::init(Sink::File(log), &daemon_level());
+            // Standard error is /dev/null: a panic is logged instead.
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                tracing::error!("panic: {info}");
+                previous(info);
+            }));
+        }
+        Command::Run(args) if !args.detach => logging::init(Sink::from_env(), &daemon_level()),
+        _ => logging::init(Sink::Stderr, "warn"),
+    }
+}
+
+fn logs_to_file() -> bool {
+    matches!(logging::sink(), Some(Sink::File(_)))
+}
+
+/// Exits 1 with the error, except a closed pipe (`… | head`), which is no error.
+fn exit_on_error(r: anyhow::Result<()>) {
+    if let Err(e) = r {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return;
+        }
+        eprintln!("thinkterm-sidecar: {e:#}");
+        std::process::exit(1);
     }
 }

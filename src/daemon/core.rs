@@ -449,6 +449,7 @@ impl Daemon {
                     message: format!("Results of {pane} seen."),
                 }
             }
+            Request::Doctor => self.doctor(),
         };
         let _ = m.reply.try_send(reply);
     }

@@ -19,11 +19,13 @@
 //! - [`bus`]: the subscribers and their lag (followers: other sidecars);
 //! - [`machines`]: connected machines: their links, reachability, panes, pending requests;
 //! - [`ruleset`]: the rules in force and what the overrides folder held;
-//! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket.
+//! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket;
+//!   [`doctor`]: what `doctor` asks the daemon.
 
 mod bus;
 mod capture;
 mod core;
+mod doctor;
 mod flood;
 mod ipc_server;
 mod link;

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use crate::config;
 use crate::effects::notification::DisplaySwitches;
 use crate::process::identify::IdentityTable;
-use crate::rules::Catalog;
+use crate::rules::{Catalog, Rejected};
 
 /// Name, size and modification time of each `.toml` in the overrides folder.
 pub type Stamp = Vec<(PathBuf, u64, SystemTime)>;
@@ -23,6 +23,8 @@ pub struct RuleSet {
     pub identities: IdentityTable,
     /// The overrides folder when the catalog was read.
     pub stamp: Stamp,
+    /// Override files that failed validation (for `doctor`).
+    pub rejected: Vec<Rejected>,
 }
 
 impl RuleSet {
@@ -42,6 +44,7 @@ impl RuleSet {
                 identities: catalog.identity_table(),
                 catalog,
                 stamp: stamp(dir),
+                rejected: report.rejected,
             },
             summary,
         )

@@ -243,6 +243,21 @@ impl TerminalNotes {
         }
     }
 
+    /// The route a client's notes would take (None: off); reads the client's environment.
+    pub fn route_for(&self, client: &ClientInfo) -> Option<terminal::Route> {
+        let env = std::fs::read(format!("/proc/{}/environ", client.pid))
+            .map(|image| TerminalFacts::env_from_environ(&image))
+            .unwrap_or_default();
+        terminal::route(
+            self.setting,
+            &TerminalFacts {
+                termname: client.termname.clone(),
+                termtype: client.termtype.clone(),
+                env,
+            },
+        )
+    }
+
     /// The environment variables of a client process that the auto table reads.
     fn env_of(&mut self, pid: u32) -> Vec<(String, String)> {
         if let Some((p, env)) = &self.env {

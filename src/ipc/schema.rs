@@ -208,6 +208,8 @@ pub enum Request {
         /// How to reach it.
         machine: MachineSpec,
     },
+    /// What the daemon knows that `doctor` checks (a `Value`; `docs/schema.md`).
+    Doctor,
 }
 
 /// How to reach a machine's sidecar: a command whose stdin and stdout are that sidecar's

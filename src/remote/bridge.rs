@@ -68,32 +68,6 @@ async fn connect(
     }
 }
 
-/// Starts the daemon for `addr` in the background, detached from this process: its own
-/// session (so that the end of an ssh session does not end it), no terminal, its log in
-/// `$XDG_STATE_HOME/thinkterm/daemon-KEY.log`.
-pub fn start_daemon(addr: &ServerAddress, config: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("finding this program")?;
-    let dir = crate::paths::state_dir();
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let log_path = dir.join(format!("daemon-{}.log", addr.key()));
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .with_context(|| format!("opening {}", log_path.display()))?;
-    let mut c = std::process::Command::new(exe);
-    c.arg("-S").arg(&addr.socket);
-    if let Some(cfg) = config {
-        c.arg("--config").arg(cfg);
-    }
-    c.args(["run", "--detached"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(log);
-    c.spawn().context("starting the daemon")?;
-    Ok(())
-}
-
 /// Copies stdin to the daemon and the daemon to stdout until either side ends.
 pub async fn run(
     addr: &ServerAddress,
