@@ -71,6 +71,20 @@ pub enum Command {
         #[arg(long)]
         client: Option<String>,
     },
+    /// Send a notification about a pane through the sidecar (desktop, the machine that follows
+    /// this one, or the terminal): `make; thinkterm-sidecar notify "build finished"`. A click
+    /// brings the pane to the front.
+    Notify {
+        /// The text.
+        #[arg(required = true)]
+        text: Vec<String>,
+        /// A title, after the window's name in the summary.
+        #[arg(long)]
+        title: Option<String>,
+        /// The pane (`%3`, or `MACHINE:%3`); default: the pane this runs in (`$TMUX_PANE`).
+        #[arg(long)]
+        pane: Option<crate::ids::PaneTarget>,
+    },
     /// One line for the status bar (`#(thinkterm-sidecar status)`); see `--format`.
     Status {
         /// Text with `{error}`, `{attention}`, `{running}`, `{done}`, `{idle}` (window counts) and
@@ -610,6 +624,34 @@ pub async fn focus(
             println!("{message}");
             Ok(())
         }
+        Reply::Error { message } => anyhow::bail!(message),
+        other => anyhow::bail!("unexpected reply: {other:?}"),
+    }
+}
+
+/// `notify`: a notification about a pane.
+pub async fn notify(
+    cli: &Cli,
+    text: &[String],
+    title: Option<String>,
+    pane: Option<crate::ids::PaneTarget>,
+) -> anyhow::Result<()> {
+    let pane = match pane {
+        Some(p) => p,
+        None => std::env::var("TMUX_PANE")
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| anyhow::anyhow!("name the pane with --pane %N (not inside tmux)"))?,
+    };
+    let mut c = connect(cli).await?;
+    let ask = Request::Notify {
+        pane: pane.pane,
+        machine: pane.machine,
+        title,
+        body: text.join(" "),
+    };
+    match c.request(&ask).await? {
+        Reply::Done { .. } => Ok(()),
         Reply::Error { message } => anyhow::bail!(message),
         other => anyhow::bail!("unexpected reply: {other:?}"),
     }

@@ -119,6 +119,9 @@ fn main() {
             Command::Explain(args) => cli::explain(&cli, args).await,
             Command::Report(args) => cli::report(args),
             Command::Focus { pane, client } => cli::focus(&cli, pane.clone(), client.clone()).await,
+            Command::Notify { text, title, pane } => {
+                cli::notify(&cli, text, title.clone(), pane.clone()).await
+            }
             Command::Status { format } => cli::status(&cli, format).await,
             Command::Doctor { json } => {
                 let code = thinkterm_sidecar::doctor::run(&cli, *json).await;

@@ -43,6 +43,7 @@ fn note(message: &str) -> notification::Note {
         window: WindowId(4),
         pane: PaneId(9),
         kind: NoteKind::Blocked,
+        title: None,
         message: Some(message.into()),
         waiting: None,
         progress: None,
@@ -622,4 +623,428 @@ async fn a_hung_notification_server_is_given_up_on_and_reported() {
         .await
         .expect("the task still answers");
     assert_eq!(again, None);
+}
+
+// ---- Terminal notifications (issue 15) ----
+
+/// A person's tmux client attached to `session` in a pseudo-terminal whose every byte is
+/// recorded (`script`'s typescript), with `vars` in its environment (what a terminal sets).
+struct Recorded {
+    child: Child,
+    file: PathBuf,
+}
+
+impl Recorded {
+    fn attach(tmux: &support::Tmux, session: &str, file: PathBuf, vars: &[(&str, &str)]) -> Self {
+        let cmd = format!(
+            "stty cols 100 rows 30; exec tmux -L {} attach -t {session}",
+            tmux.name
+        );
+        let mut c = Command::new("script");
+        c.args(["-qfc", &cmd])
+            .arg(&file)
+            .env_remove("TMUX")
+            .env_remove("KITTY_WINDOW_ID")
+            .env_remove("LC_TERMINAL")
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let child = c.spawn().expect("script");
+        support::wait_for(10, "recorded client attached", || {
+            tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+                .lines()
+                .any(|l| l == "0")
+                .then_some(())
+        });
+        Recorded { child, file }
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        std::fs::read(&self.file).unwrap_or_default()
+    }
+
+    /// Waits until the recording holds `needle`.
+    fn wait_for(&self, needle: &[u8]) {
+        support::wait_for(
+            10,
+            &format!(
+                "{:?} in the client's terminal",
+                String::from_utf8_lossy(needle)
+            ),
+            || {
+                let b = self.bytes();
+                b.windows(needle.len()).any(|w| w == needle).then_some(())
+            },
+        );
+    }
+}
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn count(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).filter(|w| *w == needle).count()
+}
+
+fn write_config(env: &support::Env, text: &str) {
+    let dir = env.path("config/thinkterm");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.toml"), text).unwrap();
+}
+
+fn reload(env: &support::Env, tmux: &support::Tmux) {
+    let (code, out, err) = env.run(tmux, &["rules", "reload"]);
+    assert_eq!(code, 0, "reload: {out}{err}");
+}
+
+fn notify(env: &support::Env, tmux: &support::Tmux, pane: &str, title: &str, body: &str) {
+    let (code, out, err) = env.run(tmux, &["notify", "--pane", pane, "--title", title, body]);
+    assert_eq!(code, 0, "notify: {out}{err}");
+}
+
+#[test]
+fn terminal_notifications_reach_the_client_in_each_protocol_and_wrapped_when_nested() {
+    let mut tmux = support::Tmux::new();
+    // Notifications on (no THINKTERM_DISABLE_SOUND), sounds off in the config.
+    let mut env = support::Env::new();
+    env.effects = true;
+    let agent = support::drawing_agent(&env, "claude");
+    let pane = tmux.new_session("work", Some(&agent.display().to_string()));
+    tmux.new_session("home", None);
+    write_config(
+        &env,
+        "sound = false\nterminal_notifications = \"osc777\"\nterminal_bell = true\n",
+    );
+    let person = Recorded::attach(&tmux, "home", env.path("typescript"), &[]);
+    let daemon = support::Daemon::start(&env, &tmux);
+    daemon.wait_ready(&env, &tmux);
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
+    let name = tmux
+        .cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            &pane,
+            "#{session_name}:#{window_name}",
+        ])
+        .trim()
+        .to_string();
+
+    // An agent blocks in a window nobody looks at: the person's terminal gets OSC 777 and a
+    // bell, in the exact form.
+    let frame = support::fixtures::path("claude-code/2.1.328/008-blocked.txt");
+    tmux.type_line(&pane, &frame.display().to_string());
+    person.wait_for(format!("\x1b]777;notify;{name}: waiting for you;").as_bytes());
+    let all = person.bytes();
+    let start = all.windows(8).position(|w| w == b"\x1b]777;no").unwrap();
+    let end = start + all[start..].iter().position(|b| *b == 0x07).unwrap();
+    assert_eq!(
+        all.get(end + 1),
+        Some(&0x07),
+        "the bell follows the sequence"
+    );
+    let seq = String::from_utf8_lossy(&all[start..end]).into_owned();
+    assert!(!seq[2..].contains('\x1b'), "one clean sequence: {seq:?}");
+
+    // `notify` in each protocol; text that would end the sequence is folded.
+    write_config(&env, "sound = false\nterminal_notifications = \"osc9\"\n");
+    reload(&env, &tmux);
+    notify(&env, &tmux, &pane, "Build", "done; 3\x07 warnings");
+    person.wait_for(format!("\x1b]9;{name}: Build: done; 3 warnings\x07").as_bytes());
+
+    write_config(&env, "sound = false\nterminal_notifications = \"osc99\"\n");
+    reload(&env, &tmux);
+    notify(&env, &tmux, &pane, "T", "B");
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let title = b64(&format!("{name}: T"));
+    person.wait_for(format!(":d=0:e=1:p=title;{title}\x1b\\").as_bytes());
+    person.wait_for(format!(":d=1:e=1:p=body;{}\x1b\\", b64("B")).as_bytes());
+    assert!(
+        !person.bytes().ends_with(b"\x07\x07"),
+        "no bell unless asked"
+    );
+
+    // auto: the client process's environment says iTerm2 (LC_TERMINAL, as ssh forwards it).
+    drop(person);
+    support::wait_for(10, "first client gone", || {
+        tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+            .lines()
+            .all(|l| l != "0")
+            .then_some(())
+    });
+    write_config(&env, "sound = false\nterminal_notifications = \"auto\"\n");
+    reload(&env, &tmux);
+    let iterm = Recorded::attach(
+        &tmux,
+        "home",
+        env.path("typescript-2"),
+        &[("LC_TERMINAL", "iTerm2")],
+    );
+    notify(&env, &tmux, &pane, "Auto", "nine");
+    iterm.wait_for(format!("\x1b]9;{name}: Auto: nine\x07").as_bytes());
+    drop(iterm);
+
+    // Nested: the client runs in a pane of another tmux (TMUX set there); what it gets is
+    // wrapped for that tmux's passthrough, every ESC doubled, and the outer pane's screen shows
+    // none of it.
+    let mut outer = support::Tmux::new();
+    let raw = env.path("outer-raw");
+    let outer_pane = outer.new_session(
+        "outer",
+        Some(&format!("tmux -L {} attach -t home", tmux.name)),
+    );
+    outer.cmd(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        &outer_pane,
+        &format!("cat >> {}", raw.display()),
+    ]);
+    support::wait_for(10, "nested client attached", || {
+        tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+            .lines()
+            .any(|l| l == "0")
+            .then_some(())
+    });
+    notify(&env, &tmux, &pane, "Nested", "x");
+    let wrapped = format!("\x1bPtmux;\x1b\x1b]777;notify;{name}: Nested;x\x07\x1b\\");
+    support::wait_for(10, "wrapped sequence in the outer pane's output", || {
+        let b = std::fs::read(&raw).unwrap_or_default();
+        (count(&b, wrapped.as_bytes()) == 1).then_some(())
+    });
+    let screen = outer.cmd(&["capture-pane", "-p", "-t", &outer_pane]);
+    assert!(
+        !screen.contains("Nested") && !screen.contains("notify"),
+        "{screen}"
+    );
+    outer.kill();
+    drop(daemon);
+    tmux.kill();
+}
+
+/// One run of the flood test: an inner tmux whose only window floods in bursts of coloured,
+/// underlined lines, shown by a client that runs in a pane of an outer tmux (the terminal whose
+/// screen is compared) behind a slow reader, and `notes` notifications sent while it floods. Returns the outer
+/// pane's screen (with attributes) at the end and the bytes the inner client wrote.
+fn flood_run(notes: usize) -> (String, Vec<u8>) {
+    let mut tmux = support::Tmux::new();
+    let mut env = support::Env::new();
+    env.effects = true;
+    write_config(&env, "sound = false\nterminal_notifications = \"osc777\"\n");
+    let go = env.path("go");
+    let flood = env.path("flood.sh");
+    support::script(
+        &flood,
+        &format!(
+            "#!/bin/bash\nwhile [ ! -e {go} ]; do sleep 0.05; done\n\
+             for b in $(seq 1 20); do\n\
+               for i in $(seq 1 1500); do printf '\\033[1;3%dmburst %02d line %04d \\033[4munder\\033[24m \\033[7mrev\\033[0m tail\\n' $((i % 7)) $b $i; done\n\
+               sleep 0.45\n\
+             done\nprintf 'END\\n'\nexec sleep 600\n",
+            go = go.display()
+        ),
+    );
+    let pane = tmux.new_session("s", Some(&flood.display().to_string()));
+    // A status line that is the same in every run: no clock, no title, a fixed window name.
+    tmux.cmd(&["rename-window", "-t", &pane, "flood"]);
+    for (k, v) in [("status-right", ""), ("status-left", "[s] ")] {
+        tmux.cmd(&["set-option", "-g", k, v]);
+    }
+    let daemon = support::Daemon::start(&env, &tmux);
+    daemon.wait_ready(&env, &tmux);
+
+    let mut outer = support::Tmux::new();
+    let raw = env.path("raw");
+    let slowcat = env.path("slowcat.py");
+    std::fs::write(&slowcat, "import os,time\nwhile True:\n    b=os.read(0,1024)\n    if not b: break\n    os.write(1,b)\n    time.sleep(0.01)\n").unwrap();
+    let attach = format!(
+        "env -u TMUX TERM=xterm-256color tmux -L {} attach -t s",
+        tmux.name
+    );
+    // The client's terminal reads slowly (100 KiB/s, like ssh on a slow link): tmux's writes
+    // to it come out in parts, the case where a write landing between two parts would
+    // break a sequence of tmux's.
+    let cmd = format!(
+        "script -qfc '{attach}' /dev/null | python3 {}",
+        slowcat.display()
+    );
+    let outer_pane = outer.new_session("outer", Some(&cmd));
+    outer.cmd(&[
+        "pipe-pane",
+        "-o",
+        "-t",
+        &outer_pane,
+        &format!("cat >> {}", raw.display()),
+    ]);
+    support::wait_for(10, "inner client attached", || {
+        tmux.cmd(&["list-clients", "-F", "#{client_control_mode}"])
+            .lines()
+            .any(|l| l == "0")
+            .then_some(())
+    });
+
+    std::fs::write(&go, "").unwrap();
+    // The notes go out while the flood runs, one request each, spread over ~8 s.
+    let sender = {
+        let socket = daemon
+            .log_text()
+            .split("socket=")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .map(PathBuf::from)
+            .expect("the daemon logs its socket");
+        let pane = pane.clone();
+        std::thread::spawn(move || {
+            use std::io::{BufRead, BufReader, Write};
+            let s = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+            let mut w = s.try_clone().unwrap();
+            let mut r = BufReader::new(s);
+            let mut line = String::new();
+            for i in 0..notes {
+                writeln!(
+                    w,
+                    "{{\"request\":\"notify\",\"pane\":\"{pane}\",\"title\":\"n\",\"body\":\"note {i}\"}}"
+                )
+                .unwrap();
+                line.clear();
+                r.read_line(&mut line).unwrap();
+                assert!(line.contains("\"done\""), "{line}");
+                std::thread::sleep(Duration::from_millis(8));
+            }
+        })
+    };
+    support::wait_for(60, "the flood ends", || {
+        outer
+            .cmd(&["capture-pane", "-p", "-t", &outer_pane])
+            .contains("END")
+            .then_some(())
+    });
+    sender.join().unwrap();
+    if notes > 0 {
+        // The newest note is written last (the queue keeps the newest): once it is out, every
+        // note was written or dropped.
+        notify(&env, &tmux, &pane, "n", "last");
+        support::wait_for(40, "the last note written", || {
+            let b = std::fs::read(&raw).unwrap_or_default();
+            (count(&b, b"n;last\x07") == 1).then_some(())
+        });
+    }
+    let screen = outer.cmd(&["capture-pane", "-e", "-p", "-t", &outer_pane]);
+    let bytes = std::fs::read(&raw).unwrap_or_default();
+    outer.kill();
+    drop(daemon);
+    tmux.kill();
+    (screen, bytes)
+}
+
+/// Where in a terminal byte stream each `ESC ] 777` begins: how many begin at a boundary
+/// (nothing open) and how many inside something of tmux's (an escape sequence, a string, or a
+/// UTF-8 character) — the bytes a write landing between two parts of tmux's output would cut.
+fn osc777_starts(bytes: &[u8]) -> (usize, usize) {
+    #[derive(PartialEq)]
+    enum S {
+        Ground,
+        Esc,
+        Csi,
+        Str,
+        StrEsc,
+    }
+    let (mut s, mut utf8_left) = (S::Ground, 0u32);
+    let (mut clean, mut inside) = (0, 0);
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == 0x1b && bytes[i..].starts_with(b"\x1b]777;") {
+            if s == S::Ground && utf8_left == 0 {
+                clean += 1;
+            } else {
+                inside += 1;
+            }
+        }
+        s = match s {
+            S::Ground => {
+                if utf8_left > 0 && (0x80..0xc0).contains(&b) {
+                    utf8_left -= 1;
+                    S::Ground
+                } else {
+                    utf8_left = match b {
+                        0xc0..=0xdf => 1,
+                        0xe0..=0xef => 2,
+                        0xf0..=0xf7 => 3,
+                        _ => 0,
+                    };
+                    if b == 0x1b {
+                        S::Esc
+                    } else {
+                        S::Ground
+                    }
+                }
+            }
+            S::Esc => match b {
+                b'[' => S::Csi,
+                b']' | b'P' | b'_' | b'^' | b'X' => S::Str,
+                0x20..=0x2f => S::Esc,
+                _ => S::Ground,
+            },
+            S::Csi => match b {
+                0x40..=0x7e => S::Ground,
+                0x1b => S::Esc,
+                _ => S::Csi,
+            },
+            S::Str => match b {
+                0x07 => S::Ground,
+                0x1b => S::StrEsc,
+                _ => S::Str,
+            },
+            S::StrEsc => match b {
+                b'\\' => S::Ground,
+                0x1b => S::StrEsc,
+                _ => S::Str,
+            },
+        };
+    }
+    (clean, inside)
+}
+
+#[test]
+fn terminal_notifications_during_a_flood_leave_the_client_s_screen_intact() {
+    let (quiet_screen, quiet_bytes) = flood_run(0);
+    assert_eq!(count(&quiet_bytes, b"\x1b]777;"), 0);
+    let (screen, bytes) = flood_run(1000);
+    let differ: Vec<String> = screen
+        .lines()
+        .zip(quiet_screen.lines())
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, (a, b))| format!("line {i}:\n  with:    {a:?}\n  without: {b:?}"))
+        .collect();
+    assert!(
+        differ.is_empty() && screen.lines().count() == quiet_screen.lines().count(),
+        "the screen differs from the run without notifications:\n{}",
+        differ.join("\n")
+    );
+    // Every sequence that went out is whole: as many complete ones as started ones.
+    let started = count(&bytes, b"\x1b]777;notify;");
+    let text = String::from_utf8_lossy(&bytes);
+    let whole = regex::Regex::new(r"\x1b\]777;notify;s:[^;\x07\x1b]*: n;(note \d+|last)\x07")
+        .unwrap()
+        .find_iter(&text)
+        .count();
+    assert!(started >= 2, "some notifications were written ({started})");
+    assert_eq!(whole, started, "a sequence was cut");
+    // And none began inside something of tmux's.
+    let (clean, inside) = osc777_starts(&bytes);
+    assert_eq!(
+        (clean, inside),
+        (started, 0),
+        "notifications written inside tmux's output"
+    );
+    eprintln!("{started} terminal notifications written of 1001 sent");
 }

@@ -133,7 +133,11 @@ impl Daemon {
             pacing.grid,
             pacing.reads(),
         );
-        let terminal = TerminalNotes::new(&c.terminal_notifications, c.terminal_bell);
+        let terminal = TerminalNotes::new(
+            &c.terminal_notifications,
+            c.terminal_bell,
+            config.notifications_enabled(),
+        );
         Daemon {
             status: StatusLine::new(status_line_config(&config)),
             tmux,
@@ -177,7 +181,7 @@ impl Daemon {
         [
             self.link.deadline(),
             self.captures.next_deadline(),
-            self.status.next_deadline(),
+            self.spinner_deadline(),
             self.notifier.next_deadline(),
             self.terminal.next_deadline(),
             self.bus.next_deadline(now),
@@ -187,6 +191,13 @@ impl Daemon {
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// The status line's next frame, held while a terminal note waits for tmux's writes to
+    /// the person's client to stop (see `terminal`).
+    fn spinner_deadline(&self) -> Option<Instant> {
+        let d = self.status.next_deadline()?;
+        Some(self.terminal.status_hold().map_or(d, |h| d.max(h)))
     }
 
     /// Whatever is due at `now`.
@@ -203,7 +214,7 @@ impl Daemon {
         if !round.is_empty() {
             self.start_captures(&round);
         }
-        if self.status.next_deadline().is_some_and(|d| d <= t) {
+        if self.spinner_deadline().is_some_and(|d| d <= t) {
             self.animate(now);
         }
         if self.notifier.next_deadline().is_some_and(|d| d <= t) {
@@ -329,8 +340,11 @@ impl Daemon {
         );
         self.status.configure(status_line_config(&self.config));
         self.notifier.configure(c.notify_without_focus, c.display);
-        self.terminal
-            .configure(&c.terminal_notifications, c.terminal_bell);
+        self.terminal.configure(
+            &c.terminal_notifications,
+            c.terminal_bell,
+            self.config.notifications_enabled(),
+        );
         self.sound = super::sound_player(&self.config);
         // New identities: every pane is probed in full.
         self.probe_all(now, true);
@@ -448,6 +462,23 @@ impl Daemon {
                 Reply::Done {
                     message: format!("Results of {pane} seen."),
                 }
+            }
+            Request::Notify {
+                pane,
+                machine,
+                title,
+                body,
+            } => {
+                let ask = Request::Notify {
+                    pane,
+                    machine: None,
+                    title: title.clone(),
+                    body: body.clone(),
+                };
+                if self.route(machine.as_deref(), ask, &m.reply) {
+                    return;
+                }
+                self.message(now, pane, title, body)
             }
             Request::Doctor => self.doctor(),
         };

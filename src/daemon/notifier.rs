@@ -177,6 +177,7 @@ mod tests {
             window: WindowId(window),
             pane: PaneId(1),
             kind: NoteKind::Blocked,
+            title: None,
             message: Some("Approve?".into()),
             waiting: None,
             progress: None,

@@ -7,12 +7,17 @@
 //! can never be cut by tmux's output, nor tmux's by it — as long as it does not land between
 //! two parts of one tmux sequence. That happens only when tmux's last write was partial (the
 //! terminal reads slower than tmux draws) and tmux still holds the rest. So a note waits until
-//! tmux has nothing to draw for that client:
+//! tmux has nothing left to write to that client:
 //! - no pane of the client's current window wrote for [`QUIET`] (the sidecar reads every pane's
 //!   output; a pane whose copy is paused in our control client counts as writing), and the
 //!   client has shown that window for as long;
-//! - then a fresh `list-clients`: same client, same window, no key from it in the last second
-//!   (copy mode and prompts are drawn by tmux without pane output);
+//! - then two `list-clients` at least [`QUIET`] apart: the same client on the same window, no
+//!   key from it in the last second (copy mode and prompts are drawn by tmux without pane
+//!   output), and `client_written` — the bytes tmux has written to that terminal — unchanged
+//!   between them. A tmux still draining a backlog to a slow terminal (ssh on a slow link)
+//!   writes more as the terminal reads, so an unchanged count means nothing is left. The
+//!   status-line spinner holds its frames during that window ([`TerminalNotes::status_hold`]),
+//!   or its redraws would move the count;
 //! - then the tty must take writes now (`poll`), or the note waits again.
 //!
 //! A note that never finds such a moment is dropped after [`PATIENCE`], with one log line per
@@ -50,6 +55,8 @@ pub const PER_ROUND: usize = 4;
 pub const FINISH_BUDGET: Duration = Duration::from_millis(200);
 /// How long a confirming `list-clients` may take before the gate asks again.
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long past a written-count window the spinner still holds (the second list's answer).
+const CONFIRM_SLACK: Duration = Duration::from_millis(200);
 
 /// One note waiting for the terminal.
 #[derive(Debug)]
@@ -70,9 +77,19 @@ pub struct Look {
     pub last_output: Option<Instant>,
     /// One of them has its copy paused in our control client (its output is not seen).
     pub paused: bool,
-    /// `client_activity` (unix seconds) and the time now in unix seconds, when the look comes
-    /// from a fresh client list.
-    pub fresh_activity: Option<(u64, u64)>,
+    /// What a client list read just now says (None: the list is older).
+    pub fresh: Option<Fresh>,
+}
+
+/// What a client list read just now says of the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fresh {
+    /// `client_activity`, unix seconds.
+    pub activity: u64,
+    /// The time now, unix seconds.
+    pub unix_now: u64,
+    /// `client_written`.
+    pub written: u64,
 }
 
 /// What the gate says.
@@ -80,7 +97,7 @@ pub struct Look {
 pub enum Gate {
     /// Not yet (a deadline is set).
     Wait,
-    /// Quiet so far: list the clients, then look again with [`Look::fresh_activity`].
+    /// Quiet so far: list the clients, then look again with [`Look::fresh`].
     Confirm,
     /// Write now.
     Write,
@@ -97,6 +114,10 @@ pub struct TerminalNotes {
     watch: Option<(String, WindowId, Instant)>,
     /// A confirming client list is in flight, since.
     confirming: Option<Instant>,
+    /// `client_written` of the client at the first fresh list of a still window, and when.
+    baseline: Option<(String, u64, Instant)>,
+    /// The spinner holds its frames until then.
+    hold: Option<Instant>,
     /// When to look again.
     wake: Option<Instant>,
     /// Notes dropped since the last one written (logged once per run).
@@ -108,15 +129,18 @@ pub struct TerminalNotes {
 }
 
 impl TerminalNotes {
-    /// An owner with this config.
-    pub fn new(setting: &str, bell: bool) -> Self {
+    /// An owner with this config; `enabled`: notifications may be shown at all (S6.3, S6.4:
+    /// the config's switch and `THINKTERM_DISABLE_SOUND`).
+    pub fn new(setting: &str, bell: bool, enabled: bool) -> Self {
         TerminalNotes {
-            setting: Setting::parse(setting).unwrap_or(Setting::Off),
+            setting: Self::effective(setting, enabled),
             bell,
             queue: VecDeque::new(),
             next_id: 0,
             watch: None,
             confirming: None,
+            baseline: None,
+            hold: None,
             wake: None,
             dropped: 0,
             env: None,
@@ -124,9 +148,16 @@ impl TerminalNotes {
         }
     }
 
+    fn effective(setting: &str, enabled: bool) -> Setting {
+        match Setting::parse(setting) {
+            Some(s) if enabled => s,
+            _ => Setting::Off,
+        }
+    }
+
     /// A reload.
-    pub fn configure(&mut self, setting: &str, bell: bool) {
-        self.setting = Setting::parse(setting).unwrap_or(Setting::Off);
+    pub fn configure(&mut self, setting: &str, bell: bool, enabled: bool) {
+        self.setting = Self::effective(setting, enabled);
         self.bell = bell;
         if self.setting == Setting::Off {
             self.queue.clear();
@@ -159,6 +190,12 @@ impl TerminalNotes {
     /// When to look again.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.wake
+    }
+
+    /// Until when the status-line spinner holds its frames (a note waits for tmux's writes to
+    /// this client to stop).
+    pub fn status_hold(&self) -> Option<Instant> {
+        self.hold.filter(|_| !self.queue.is_empty())
     }
 
     /// Whether a confirming client list is awaited.
@@ -213,6 +250,8 @@ impl TerminalNotes {
         let quiet_from = look.last_output.map_or(since, |o| o.max(since));
         let later = |me: &mut Self, at: Instant| {
             me.confirming = None;
+            me.baseline = None;
+            me.hold = None;
             me.wake = Some(at);
             Gate::Wait
         };
@@ -222,23 +261,38 @@ impl TerminalNotes {
         if now < quiet_from + QUIET {
             return later(self, quiet_from + QUIET);
         }
-        match look.fresh_activity {
-            None => {
-                if self
-                    .confirming
-                    .is_some_and(|t| now.duration_since(t) < CONFIRM_TIMEOUT)
-                {
-                    self.wake = Some(now + CONFIRM_TIMEOUT);
-                    return Gate::Wait;
-                }
-                self.confirming = Some(now);
+        let Some(fresh) = look.fresh else {
+            if self
+                .confirming
+                .is_some_and(|t| now.duration_since(t) < CONFIRM_TIMEOUT)
+            {
                 self.wake = Some(now + CONFIRM_TIMEOUT);
-                Gate::Confirm
+                return Gate::Wait;
             }
-            Some((activity, unix_now)) if activity + 1 >= unix_now => later(self, now + QUIET),
-            Some(_) => {
-                self.confirming = None;
-                Gate::Write
+            self.confirming = Some(now);
+            self.wake = Some(now + CONFIRM_TIMEOUT);
+            self.hold.get_or_insert(now + QUIET + CONFIRM_SLACK);
+            return Gate::Confirm;
+        };
+        self.confirming = None;
+        if fresh.activity + 1 >= fresh.unix_now {
+            return later(self, now + QUIET);
+        }
+        match &self.baseline {
+            Some((c, w, at)) if *c == look.client && *w == fresh.written => {
+                if now.duration_since(*at) >= QUIET {
+                    self.baseline = None;
+                    self.hold = None;
+                    return Gate::Write;
+                }
+                self.wake = Some(*at + QUIET);
+                Gate::Wait
+            }
+            _ => {
+                self.baseline = Some((look.client.clone(), fresh.written, now));
+                self.hold = Some(now + QUIET + CONFIRM_SLACK);
+                self.wake = Some(now + QUIET);
+                Gate::Wait
             }
         }
     }
@@ -444,7 +498,11 @@ impl Daemon {
             window,
             last_output,
             paused,
-            fresh_activity: fresh.then(|| (client.activity, now.unix_s())),
+            fresh: fresh.then(|| Fresh {
+                activity: client.activity,
+                unix_now: now.unix_s(),
+                written: client.written,
+            }),
         };
         match self.terminal.gate(now.at, &look) {
             Gate::Wait => {}
@@ -458,53 +516,69 @@ impl Daemon {
 mod tests {
     use super::*;
 
-    fn look(last_output: Option<Instant>, fresh: Option<(u64, u64)>) -> Look {
+    fn look(last_output: Option<Instant>) -> Look {
         Look {
             client: "/dev/pts/1".into(),
             window: WindowId(1),
             last_output,
             paused: false,
-            fresh_activity: fresh,
+            fresh: None,
+        }
+    }
+
+    fn fresh(l: &Look, activity: u64, unix_now: u64, written: u64) -> Look {
+        Look {
+            fresh: Some(Fresh {
+                activity,
+                unix_now,
+                written,
+            }),
+            ..l.clone()
         }
     }
 
     #[test]
-    fn a_note_waits_for_a_still_window_then_a_fresh_list_then_no_recent_key() {
+    fn a_note_waits_for_a_still_window_then_two_lists_with_nothing_written_between() {
         let t = Instant::now();
-        let mut n = TerminalNotes::new("osc777", false);
+        let mut n = TerminalNotes::new("osc777", false, true);
         n.queue(t, "T".into(), "B".into());
         // First look: the watch starts now, so wait QUIET.
-        assert_eq!(n.gate(t, &look(None, None)), Gate::Wait);
+        assert_eq!(n.gate(t, &look(None)), Gate::Wait);
         assert_eq!(n.next_deadline(), Some(t + QUIET));
         // Output 100 ms in: wait QUIET from it.
         let out = t + Duration::from_millis(100);
-        assert_eq!(n.gate(t + QUIET, &look(Some(out), None)), Gate::Wait);
+        let l = look(Some(out));
+        assert_eq!(n.gate(t + QUIET, &l), Gate::Wait);
         assert_eq!(n.next_deadline(), Some(out + QUIET));
-        // Still: confirm with a fresh list, once.
-        let still = out + QUIET;
-        assert_eq!(n.gate(still, &look(Some(out), None)), Gate::Confirm);
-        assert!(n.confirming());
-        assert_eq!(n.gate(still, &look(Some(out), None)), Gate::Wait);
-        // A key in the last second: wait again.
-        assert_eq!(
-            n.gate(still, &look(Some(out), Some((1000, 1001)))),
-            Gate::Wait
-        );
-        assert!(!n.confirming());
-        assert_eq!(n.gate(still, &look(Some(out), None)), Gate::Confirm);
-        assert_eq!(
-            n.gate(still, &look(Some(out), Some((1000, 1002)))),
-            Gate::Write
-        );
+        // Still: list the clients, once; the spinner holds from now.
+        let t1 = out + QUIET;
+        assert_eq!(n.gate(t1, &l), Gate::Confirm);
+        assert!(n.confirming() && n.status_hold().is_some());
+        assert_eq!(n.gate(t1, &l), Gate::Wait);
+        // A key in the last second: start over.
+        assert_eq!(n.gate(t1, &fresh(&l, 1000, 1001, 5)), Gate::Wait);
+        assert!(!n.confirming() && n.status_hold().is_none());
+        assert_eq!(n.gate(t1, &l), Gate::Confirm);
+        // The first list sets the baseline; the second, QUIET later, must see the same count.
+        assert_eq!(n.gate(t1, &fresh(&l, 1000, 1002, 5)), Gate::Wait);
+        assert_eq!(n.next_deadline(), Some(t1 + QUIET));
+        let t2 = t1 + QUIET;
+        assert_eq!(n.gate(t2, &l), Gate::Confirm);
+        // tmux wrote meanwhile (a backlog draining): a new baseline, not a write.
+        assert_eq!(n.gate(t2, &fresh(&l, 1000, 1002, 900)), Gate::Wait);
+        let t3 = t2 + QUIET;
+        assert_eq!(n.gate(t3, &l), Gate::Confirm);
+        assert_eq!(n.gate(t3, &fresh(&l, 1000, 1003, 900)), Gate::Write);
+        assert!(n.status_hold().is_none());
     }
 
     #[test]
     fn another_window_or_a_paused_pane_restarts_the_wait() {
         let t = Instant::now();
-        let mut n = TerminalNotes::new("auto", false);
+        let mut n = TerminalNotes::new("auto", false, true);
         n.queue(t, "T".into(), String::new());
-        assert_eq!(n.gate(t, &look(None, None)), Gate::Wait);
-        let mut other = look(None, None);
+        assert_eq!(n.gate(t, &look(None)), Gate::Wait);
+        let mut other = look(None);
         other.window = WindowId(2);
         assert_eq!(n.gate(t + QUIET, &other), Gate::Wait);
         assert_eq!(n.next_deadline(), Some(t + QUIET + QUIET));
@@ -517,7 +591,7 @@ mod tests {
     #[test]
     fn notes_expire_after_the_patience_and_the_queue_is_bounded() {
         let t = Instant::now();
-        let mut n = TerminalNotes::new("osc9", false);
+        let mut n = TerminalNotes::new("osc9", false, true);
         for i in 0..(QUEUE_MAX + 5) {
             n.queue(t, format!("{i}"), String::new());
         }
@@ -526,9 +600,13 @@ mod tests {
         assert!(n.expire(t + PATIENCE - Duration::from_millis(1)));
         assert!(!n.expire(t + PATIENCE));
         assert_eq!(n.next_deadline(), None);
-        // Off queues nothing.
-        let mut off = TerminalNotes::new("off", false);
-        off.queue(t, "T".into(), String::new());
-        assert!(!off.expire(t));
+        // Off, or notifications off altogether, queues nothing.
+        for mut off in [
+            TerminalNotes::new("off", false, true),
+            TerminalNotes::new("osc777", false, false),
+        ] {
+            off.queue(t, "T".into(), String::new());
+            assert!(!off.expire(t));
+        }
     }
 }

@@ -335,6 +335,7 @@ impl Daemon {
             window,
             pane,
             kind,
+            title: None,
             message: message.or(report.msg),
             waiting: report.kind,
             progress: report.progress,
@@ -343,6 +344,37 @@ impl Daemon {
         let clients = client_views(inv);
         if let Some(decided) = self.notifier.offer(now.at, &clients, input) {
             self.deliver(now, &decided);
+        }
+    }
+
+    /// `notify`: a message about `pane`, delivered at once (no background rule, no throttle:
+    /// someone asked for it) to whatever shows this daemon's notifications.
+    pub(super) fn message(
+        &mut self,
+        now: Now,
+        pane: PaneId,
+        title: Option<String>,
+        body: String,
+    ) -> Reply {
+        let Some(info) = self.inventory().and_then(|i| i.panes.get(&pane)) else {
+            return Reply::Error {
+                message: format!("no pane {pane} in this tmux server"),
+            };
+        };
+        let input = NoteInput {
+            window_name: format!("{}:{}", info.session_name, info.window_name),
+            window: info.window,
+            pane,
+            kind: NoteKind::Message,
+            title,
+            message: Some(body),
+            waiting: None,
+            progress: None,
+            subtasks: Vec::new(),
+        };
+        self.deliver(now, &input);
+        Reply::Done {
+            message: format!("Notified about {pane}."),
         }
     }
 

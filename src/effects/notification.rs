@@ -31,6 +31,8 @@ pub enum NoteKind {
     Blocked,
     /// A pane stopped on an error.
     Error,
+    /// A message someone sent about a pane (`thinkterm-sidecar notify`).
+    Message,
 }
 
 impl NoteKind {
@@ -40,6 +42,7 @@ impl NoteKind {
             NoteKind::Done => "finished",
             NoteKind::Blocked => "waiting for you",
             NoteKind::Error => "stopped on an error",
+            NoteKind::Message => "message",
         }
     }
 
@@ -49,6 +52,7 @@ impl NoteKind {
             NoteKind::Done => "done",
             NoteKind::Blocked => "blocked",
             NoteKind::Error => "error",
+            NoteKind::Message => "message",
         }
     }
 
@@ -58,6 +62,7 @@ impl NoteKind {
             "done" => Some(NoteKind::Done),
             "blocked" => Some(NoteKind::Blocked),
             "error" => Some(NoteKind::Error),
+            "message" => Some(NoteKind::Message),
             _ => None,
         }
     }
@@ -68,6 +73,7 @@ impl NoteKind {
             NoteKind::Done => "x-thinkterm.done",
             NoteKind::Blocked => "x-thinkterm.blocked",
             NoteKind::Error => "x-thinkterm.error",
+            NoteKind::Message => "x-thinkterm.message",
         }
     }
 
@@ -114,6 +120,8 @@ pub struct NoteInput {
     pub pane: PaneId,
     /// Why.
     pub kind: NoteKind,
+    /// The title a message came with (its summary after the window's name).
+    pub title: Option<String>,
     /// The program's report (`msg`), if any.
     pub message: Option<String>,
     /// What a blocked program waits for.
@@ -155,10 +163,11 @@ pub fn text(input: &NoteInput, switches: &DisplaySwitches) -> (String, String) {
     } else {
         name
     };
-    let summary = cut(
-        &format!("{name}: {}", input.kind.words()),
-        SUMMARY_MAX_CHARS,
-    );
+    let what = match (&input.kind, input.title.as_deref().map(one_line)) {
+        (NoteKind::Message, Some(t)) if !t.is_empty() => t,
+        (kind, _) => kind.words().to_string(),
+    };
+    let summary = cut(&format!("{name}: {what}"), SUMMARY_MAX_CHARS);
 
     let mut parts: Vec<String> = Vec::new();
     if switches.waiting_reason && input.kind == NoteKind::Blocked {
@@ -166,7 +175,7 @@ pub fn text(input: &NoteInput, switches: &DisplaySwitches) -> (String, String) {
             parts.push(waiting_words(k).to_string());
         }
     }
-    if switches.description {
+    if switches.description || input.kind == NoteKind::Message {
         if let Some(m) = input
             .message
             .as_deref()
@@ -323,6 +332,7 @@ mod tests {
             window: WindowId(2),
             pane: PaneId(5),
             kind,
+            title: None,
             message: Some("Run cargo test?".into()),
             waiting: Some(BlockedKind::Permission),
             progress: Some(40),

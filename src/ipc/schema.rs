@@ -208,6 +208,20 @@ pub enum Request {
         /// How to reach it.
         machine: MachineSpec,
     },
+    /// Notify about a pane, through whatever shows this daemon's notifications (the desktop,
+    /// a follower that takes them, the terminal): `thinkterm-sidecar notify`.
+    Notify {
+        /// The pane a click goes to.
+        pane: PaneId,
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
+        /// A title (after the window's name in the summary).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// The text.
+        body: String,
+    },
     /// What the daemon knows that `doctor` checks (a `Value`; `docs/schema.md`).
     Doctor,
 }
@@ -261,9 +275,12 @@ pub struct NoteRequest {
     pub pane: PaneId,
     /// `session:window`.
     pub window_name: String,
-    /// `done`, `blocked` or `error`.
+    /// `done`, `blocked`, `error` or `message`.
     pub kind: String,
-    /// The program's report (`msg`).
+    /// A message's title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The program's report (`msg`), or a message's text.
     #[serde(default)]
     pub message: Option<String>,
     /// What a blocked program waits for.

@@ -111,6 +111,8 @@ pub struct ClientInfo {
     pub flags: ClientFlags,
     /// `client_activity`, unix seconds.
     pub activity: u64,
+    /// `client_written`: bytes tmux has written to the client's terminal.
+    pub written: u64,
     /// `client_termname`: the client's `TERM`.
     pub termname: String,
     /// `client_termtype`: what its terminal answered to tmux's version query (may be empty).
@@ -154,6 +156,7 @@ const CLIENT_FIELDS: &[&str] = &[
     "client_flags",
     "client_control_mode",
     "client_activity",
+    "client_written",
     "client_termname",
     "client_termtype",
 ];
@@ -275,8 +278,9 @@ pub fn parse_clients(body: &[String]) -> Vec<ClientInfo> {
                 pane: PaneId::parse(f[5]),
                 flags,
                 activity: f[8].parse().unwrap_or(0),
-                termname: f[9].to_string(),
-                termtype: f[10].to_string(),
+                written: f[9].parse().unwrap_or(0),
+                termname: f[10].to_string(),
+                termtype: f[11].to_string(),
             })
         })
         .collect()
@@ -371,6 +375,7 @@ mod tests {
                 "attached,focused,UTF-8",
                 "0",
                 "100",
+                "5000",
                 "xterm-kitty",
                 "kitty(0.35.2)",
             ]),
@@ -384,6 +389,7 @@ mod tests {
                 "attached,focused,control-mode",
                 "1",
                 "90",
+                "0",
                 "",
                 "",
             ]),
