@@ -10,6 +10,8 @@ use thinkterm_sidecar::rules::{check_file, Catalog, RuleState, Snapshot, Source}
 
 mod support;
 use support::fixtures;
+mod corpus;
+use corpus::frames;
 
 /// herdr 0.8.2's own manifests, for the compatibility test only. They are third-party files and
 /// are not redistributed in this repository: they are read from `../shared/reference` beside the
@@ -18,84 +20,6 @@ const HERDR_MANIFESTS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/reference/herdr-0.8.2/manifests"
 );
-
-/// The titles an agent really sent, from its folder's escapes.md ("Titles (unique…): [...]").
-fn sent_titles(version_dir: &Path) -> Vec<String> {
-    let md = version_dir.join("escapes.md");
-    let text =
-        std::fs::read_to_string(&md).unwrap_or_else(|e| panic!("fixture {}: {e}", md.display()));
-    let mut out = Vec::new();
-    for line in text.lines() {
-        if let Some(rest) = line.strip_prefix("Titles (unique") {
-            if let Some(i) = rest.find('[') {
-                if let Ok(v) = serde_json::from_str::<Vec<String>>(&rest[i..]) {
-                    out.extend(v);
-                }
-            }
-        }
-    }
-    out
-}
-
-struct Frame {
-    path: PathBuf,
-    agent: String,
-    state: String,
-    screen: String,
-    title: Option<String>,
-}
-
-/// Every `<agent>/<version>/NNN-*.txt` with the `.json` beside it.
-fn frames() -> Vec<Frame> {
-    let mut out = Vec::new();
-    let agents = std::fs::read_dir(fixtures::root()).unwrap();
-    let mut agent_dirs: Vec<PathBuf> = agents.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    agent_dirs.sort();
-    for a in agent_dirs.iter().filter(|p| p.is_dir()) {
-        let mut versions: Vec<PathBuf> = std::fs::read_dir(a)
-            .unwrap()
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        versions.sort();
-        for v in versions.iter().filter(|p| p.is_dir()) {
-            let titles = sent_titles(v);
-            let mut txts: Vec<PathBuf> = std::fs::read_dir(v)
-                .unwrap()
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    let n = p.file_name().unwrap().to_string_lossy().to_string();
-                    n.ends_with(".txt") && n.as_bytes().first().is_some_and(|b| b.is_ascii_digit())
-                })
-                .collect();
-            txts.sort();
-            for t in txts {
-                let json = t.with_extension("json");
-                let meta: serde_json::Value =
-                    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-                let title = meta["title"]
-                    .as_str()
-                    .map(str::to_string)
-                    .filter(|t| titles.contains(t));
-                out.push(Frame {
-                    agent: meta["agent"]
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| a.file_name().unwrap().to_string_lossy().to_string()),
-                    state: meta["state"].as_str().unwrap().to_string(),
-                    screen: std::fs::read_to_string(&t).unwrap(),
-                    title,
-                    path: t,
-                });
-            }
-        }
-    }
-    assert!(
-        !out.is_empty(),
-        "no fixture frames under {}",
-        fixtures::AGENTS
-    );
-    out
-}
 
 #[test]
 fn every_fixture_classifies_to_its_labelled_state() {
@@ -241,7 +165,7 @@ fn herdr_manifests_load_unchanged_and_evaluate() {
         );
         return;
     }
-    let screen = fixture("claude-code", "004");
+    let screen = fixture("claude-code/2.1.328", "004");
     let mut n = 0;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -695,7 +619,7 @@ regex = ['\A› ask\nkeys\z']
 #[test]
 fn explain_reports_rule_source_and_evidence() {
     let c = Catalog::bundled();
-    let screen = fixture("claude-code", "008");
+    let screen = fixture("claude-code/2.1.328", "008");
     let e = c.explain("claude-code", &snap(&screen));
     assert_eq!(e.agent, "claude");
     assert_eq!(e.state, RuleState::Blocked);
@@ -797,4 +721,28 @@ fn rules_list_and_explain_render() {
         "{ex}"
     );
     assert!(render_rules_explain(&c, "nobody", Path::new("/x")).is_none());
+}
+
+/// The detection report: accuracy per agent, version and size, and how many variants of each
+/// manifest's frames keep their state. `cargo test --test rules -- --ignored --nocapture
+/// detection_report` prints the tables that `docs/detection.md` quotes.
+#[test]
+#[ignore = "prints the detection tables; run with --ignored --nocapture"]
+fn detection_report() {
+    let c = Catalog::bundled();
+    let frames = frames();
+    let (acc, misses) = corpus::score::accuracy(&c, &frames);
+    println!("{}", corpus::score::accuracy_table(&acc));
+    for m in &misses {
+        println!("miss: {m}");
+    }
+    let (surv, misses, missed) = corpus::score::survival(&c, &frames, 400);
+    println!("\n{}", corpus::score::survival_table(&surv));
+    println!(
+        "{missed} variants misclassified; the first {}:",
+        misses.len()
+    );
+    for m in &misses {
+        println!("variant miss: {m}");
+    }
 }

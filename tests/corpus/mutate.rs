@@ -1,0 +1,550 @@
+//! What agent updates and other panes do to a recorded frame, as variants that must keep the
+//! frame's state:
+//!
+//! - [`Kind::Width`]: the same screen laid out again at every width from 60 to 200 columns, the
+//!   way the agents lay out: full-width rules and box borders follow the width, padding between
+//!   a line's left and right parts grows or shrinks, prose wraps at word boundaries, the bottom
+//!   line (the footer) is cut at the edge; lines that no longer fit scroll off the top.
+//! - [`Kind::Rows`]: fewer rows, down to [`MIN_ROWS`]: the top scrolls off.
+//! - [`Kind::Title`]: a segment added to the title before its last one (`⠋ codex` becomes
+//!   `⠋ fix the build | codex`, as Codex 0.171 did).
+//! - [`Kind::Footer`]: the last non-blank line cut at every length.
+//! - [`Kind::Prose`]: every line of the model's or the person's text (what the scripted model
+//!   and the capture script wrote) replaced by prompt-like chrome quoted as prose.
+//! - [`Kind::Version`]: the version numbers on screen (the banner) changed.
+//!
+//! Pure text functions: no rules, no files.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// The narrowest and widest re-layouts.
+pub const WIDTHS: std::ops::RangeInclusive<usize> = 60..=200;
+
+/// The fewest rows a frame is cut to.
+pub const MIN_ROWS: usize = 10;
+
+/// What a variant changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// Laid out at another width.
+    Width,
+    /// Fewer rows.
+    Rows,
+    /// A segment added to the title.
+    Title,
+    /// The footer cut.
+    Footer,
+    /// The model's text replaced.
+    Prose,
+    /// The banner's version changed.
+    Version,
+}
+
+impl Kind {
+    /// Every kind, in table order.
+    pub const ALL: [Kind; 6] = [
+        Kind::Width,
+        Kind::Rows,
+        Kind::Title,
+        Kind::Footer,
+        Kind::Prose,
+        Kind::Version,
+    ];
+
+    /// Column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Width => "width",
+            Kind::Rows => "rows",
+            Kind::Title => "title",
+            Kind::Footer => "footer",
+            Kind::Prose => "prose",
+            Kind::Version => "version",
+        }
+    }
+}
+
+/// One variant of a frame.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// What changed.
+    pub kind: Kind,
+    /// How (`w=73`, `cut=12`, the quoted text).
+    pub detail: String,
+    /// The screen.
+    pub screen: String,
+    /// The title.
+    pub title: Option<String>,
+}
+
+/// Segments a newer version might add to a title (a thread name is the person's text).
+pub const TITLE_SEGMENTS: [&str; 4] = [
+    "fix the build",
+    "Working on it",
+    "review PR 42 | step 2",
+    "Do you want to proceed?",
+];
+
+/// Prompt-like chrome of every agent, as a reply might quote it.
+pub const QUOTES: [&str; 11] = [
+    "",
+    "Do you want to proceed? ❯ 1. Yes  2. No",
+    "Esc to cancel · Tab to amend",
+    "Enter to select · ↑/↓ to navigate · Esc to cancel",
+    "⏸ manual mode on · esc to interrupt",
+    "• Working (3s • esc to interrupt)",
+    "Press enter to confirm or esc to cancel",
+    "⠧ Working... ↑↓ navigate  enter select  escape/ctrl+c cancel",
+    "❯ 1. Yes",
+    "Allow once  Allow always  Reject  enter confirm",
+    "✻ Frolicking… (3s · ↓ 20 tokens · esc to interrupt)",
+];
+
+/// Versions put in place of the ones on screen.
+pub const VERSIONS: [&str; 3] = ["9.9.9", "10.200.3000", "0.0.1-beta.1"];
+
+/// Words that mark a line as the scripted model's or the capture script's text (`mock_llm.py`
+/// replies, the prompts and the draft typed by `run_evals.py`).
+const PROSE_MARKS: [&str; 24] = [
+    "EVAL_",
+    "Let me think",
+    "carefully",
+    "step by step",
+    "repository does",
+    "build system",
+    "compiles the",
+    "tests exercise",
+    "every module",
+    "are collected",
+    "summarised",
+    "artefacts",
+    "reported back",
+    "short summary",
+    "That is all",
+    "Done. The command",
+    "nothing else to do",
+    "Ready when you are",
+    "run a command for that",
+    "draft that is not",
+    "explain it again",
+    "once more please",
+    "which database?",
+    "the scratch directory",
+];
+
+/// Every variant of a frame (`width` x `height`, the size it was captured at).
+pub fn variants(screen: &str, title: Option<&str>, width: usize, height: usize) -> Vec<Variant> {
+    let lines = content_lines(screen);
+    let mut out = Vec::new();
+    let same_title = || title.map(str::to_string);
+    for w in WIDTHS {
+        out.push(Variant {
+            kind: Kind::Width,
+            detail: format!("w={w}"),
+            screen: relayout(&lines, width, w, height),
+            title: same_title(),
+        });
+    }
+    for r in MIN_ROWS..height.min(lines.len()) {
+        out.push(Variant {
+            kind: Kind::Rows,
+            detail: format!("rows={r}"),
+            screen: lines[lines.len() - r..].join("\n"),
+            title: same_title(),
+        });
+    }
+    if let Some(t) = title {
+        for seg in TITLE_SEGMENTS {
+            out.push(Variant {
+                kind: Kind::Title,
+                detail: format!("title={seg:?}"),
+                screen: screen.to_string(),
+                title: Some(title_with(t, seg)),
+            });
+        }
+    }
+    if let Some(last) = lines.iter().rposition(|l| !l.trim().is_empty()) {
+        let footer: Vec<char> = lines[last].chars().collect();
+        for n in 1..footer.len() {
+            let mut v: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            v[last] = footer[..n].iter().collect();
+            out.push(Variant {
+                kind: Kind::Footer,
+                detail: format!("cut={n}"),
+                screen: v.join("\n"),
+                title: same_title(),
+            });
+        }
+    }
+    if lines.iter().any(|l| is_prose(l)) {
+        for q in QUOTES {
+            let v: Vec<String> = lines
+                .iter()
+                .map(|l| {
+                    if is_prose(l) {
+                        replace_prose(l, q, width)
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            out.push(Variant {
+                kind: Kind::Prose,
+                detail: format!("quote={q:?}"),
+                screen: v.join("\n"),
+                title: same_title(),
+            });
+        }
+    }
+    if has_version(screen) {
+        for v in VERSIONS {
+            out.push(Variant {
+                kind: Kind::Version,
+                detail: format!("version={v}"),
+                screen: with_version(screen, v),
+                title: same_title(),
+            });
+        }
+    }
+    out
+}
+
+/// The screen's lines, trailing blanks removed, trailing blank lines dropped.
+pub fn content_lines(screen: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    while v.last().is_some_and(|l| l.is_empty()) {
+        v.pop();
+    }
+    v
+}
+
+fn cols(s: &str) -> usize {
+    UnicodeWidthStr::width(s)
+}
+
+/// The longest prefix of `s` that fits in `max` columns.
+pub fn cut(s: &str, max: usize) -> String {
+    let mut w = 0;
+    let mut out = String::new();
+    for c in s.chars() {
+        w += UnicodeWidthChar::width(c).unwrap_or(0);
+        if w > max {
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A line of one repeated drawing character (a rule, a dashed separator).
+fn rule_char(line: &str) -> Option<char> {
+    let t = line.trim_start();
+    let c = t.chars().next()?;
+    let drawing = matches!(
+        c,
+        '─' | '━' | '═' | '╌' | '┄' | '┈' | '▔' | '▁' | '-' | '—' | '_'
+    );
+    (drawing && t.chars().count() >= 8 && t.chars().all(|x| x == c)).then_some(c)
+}
+
+/// The screen laid out again at `to` columns (from `from`), at most `rows` lines kept.
+pub fn relayout(lines: &[&str], from: usize, to: usize, rows: usize) -> String {
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    let mut out: Vec<String> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        // The footer is cut at the edge, never wrapped.
+        out.extend(fit(l, from, to, Some(i) == last));
+    }
+    let skip = out.len().saturating_sub(rows);
+    out[skip..].join("\n")
+}
+
+/// One line at the new width: elastic parts follow the width, the rest wraps (the footer is cut).
+fn fit(line: &str, from: usize, to: usize, footer: bool) -> Vec<String> {
+    let lines = fit_line(line, from, to, !footer);
+    if footer {
+        return vec![cut(&lines.join(" "), to)];
+    }
+    lines
+}
+
+fn fit_line(line: &str, from: usize, to: usize, wraps: bool) -> Vec<String> {
+    let w = cols(line);
+    let lead = line.len() - line.trim_start().len();
+    // Right-aligned to the pane's edge: the line follows the width.
+    let elastic = from > 0 && w + 4 >= from;
+    let target = (w + to).saturating_sub(from).max(lead + 1);
+    if let Some(c) = rule_char(line) {
+        let n = if elastic {
+            target - lead
+        } else {
+            (w - lead).min(to.saturating_sub(lead)).max(1)
+        };
+        return vec![format!("{}{}", &line[..lead], c.to_string().repeat(n))];
+    }
+    let t = line.trim_start();
+    let first = t.chars().next();
+    let last = t.chars().last();
+    if elastic && matches!(first, Some('╭' | '╰' | '┌' | '└' | '┏' | '┗')) {
+        // A box border: its last run of ─ takes the change.
+        if let Some(fixed) = stretch_run(line, '─', target) {
+            return vec![fixed];
+        }
+    }
+    if elastic
+        && matches!(first, Some('│' | '┃' | '║'))
+        && matches!(last, Some('│' | '┃' | '║'))
+        && t.chars().count() > 1
+    {
+        return box_body(line, lead, target);
+    }
+    if elastic {
+        if let Some(fixed) = stretch_gap(line, target) {
+            if cols(&fixed) <= to || !wraps {
+                return vec![fixed];
+            }
+            return wrap(&fixed, to);
+        }
+    }
+    if w > to && wraps {
+        return wrap(line, to);
+    }
+    vec![line.to_string()]
+}
+
+/// `line` with its last run of `c` (before the closing corner) made to fit `target` columns.
+fn stretch_run(line: &str, c: char, target: usize) -> Option<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let end = chars.iter().rposition(|&x| x == c)?;
+    let mut start = end;
+    while start > 0 && chars[start - 1] == c {
+        start -= 1;
+    }
+    let run = end - start + 1;
+    let w = cols(line);
+    let n = (run + target).checked_sub(w)?.max(1);
+    let mut s: String = chars[..start].iter().collect();
+    s.extend(std::iter::repeat_n(c, n));
+    s.extend(&chars[end + 1..]);
+    Some(s)
+}
+
+/// A `│ text │` line at `target` columns: padding follows, text too long wraps inside.
+fn box_body(line: &str, lead: usize, target: usize) -> Vec<String> {
+    let t = line.trim_start();
+    let mut chars = t.chars();
+    let open = chars.next().unwrap_or('│');
+    let close = chars.next_back().unwrap_or('│');
+    let inner: String = chars.collect();
+    let inner = inner.trim_end();
+    let room = target.saturating_sub(lead + 2).max(4);
+    let pieces = if cols(inner) > room {
+        wrap(inner, room)
+    } else {
+        vec![inner.to_string()]
+    };
+    pieces
+        .into_iter()
+        .map(|p| {
+            let pad = room.saturating_sub(cols(&p));
+            format!("{}{open}{p}{}{close}", &line[..lead], " ".repeat(pad))
+        })
+        .collect()
+}
+
+/// The widest run of 3 or more spaces inside the line (or its indentation) resized so the line
+/// is `target` wide (never under 2 spaces); None when the line has none.
+fn stretch_gap(line: &str, target: usize) -> Option<String> {
+    let bytes = line.as_bytes();
+    let mut best: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b' ' {
+            let s = i;
+            while i < bytes.len() && bytes[i] == b' ' {
+                i += 1;
+            }
+            if i - s >= 3 && i < bytes.len() && best.is_none_or(|(a, b)| b - a < i - s) {
+                best = Some((s, i));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    let (s, e) = best?;
+    let w = cols(line);
+    let min = if s == 0 { 0 } else { 2 };
+    let n = ((e - s) + target).saturating_sub(w).max(min);
+    Some(format!("{}{}{}", &line[..s], " ".repeat(n), &line[e..]))
+}
+
+/// Word-wraps a line to `to` columns; continuation lines keep the indentation of the text after
+/// a leading glyph (`● text` continues under `text`).
+pub fn wrap(line: &str, to: usize) -> Vec<String> {
+    let lead = line.len() - line.trim_start().len();
+    let t = line.trim_start();
+    let mut hang = lead;
+    if let Some((g, rest)) = t.split_once(' ') {
+        if g.chars().count() == 1 && !g.chars().all(char::is_alphanumeric) {
+            hang = lead + cols(g) + 1 + (rest.len() - rest.trim_start().len());
+        }
+    }
+    let hang = hang.min(to / 2);
+    let mut out = Vec::new();
+    // Indentation wider than the line shrinks as the agents' layouts do.
+    let mut cur_w = lead.min(to / 2);
+    let mut cur = " ".repeat(cur_w);
+    let mut fresh = true;
+    for word in t.split(' ') {
+        let ww = cols(word);
+        if !fresh && cur_w + 1 + ww > to {
+            out.push(std::mem::take(&mut cur));
+            cur = " ".repeat(hang);
+            cur_w = hang;
+            fresh = true;
+        }
+        if !fresh {
+            cur.push(' ');
+            cur_w += 1;
+        }
+        if cur_w + ww > to {
+            // A word longer than the line: cut it where the line ends.
+            let mut rest = word.to_string();
+            while cur_w + cols(&rest) > to {
+                let head = cut(&rest, to.saturating_sub(cur_w));
+                if head.is_empty() {
+                    break;
+                }
+                rest = rest[head.len()..].to_string();
+                cur.push_str(&head);
+                out.push(std::mem::take(&mut cur));
+                cur = " ".repeat(hang);
+                cur_w = hang;
+            }
+            cur.push_str(&rest);
+            cur_w += cols(&rest);
+        } else {
+            cur.push_str(word);
+            cur_w += ww;
+        }
+        fresh = false;
+    }
+    out.push(cur);
+    out
+}
+
+/// The title with `seg` before its last ` | `-segment, after a leading status glyph.
+pub fn title_with(title: &str, seg: &str) -> String {
+    if let Some(i) = title.rfind(" | ") {
+        return format!("{} | {seg}{}", &title[..i], &title[i..]);
+    }
+    let t = title.trim_start();
+    let glyph_end = t
+        .char_indices()
+        .find(|&(_, c)| c.is_alphanumeric())
+        .map_or(0, |(i, _)| i);
+    let (head, rest) = t.split_at(glyph_end);
+    format!("{head}{seg} | {rest}")
+}
+
+/// Whether a line carries the scripted model's or the capture script's words.
+pub fn is_prose(line: &str) -> bool {
+    PROSE_MARKS.iter().any(|m| line.contains(m))
+}
+
+/// The line's text after its indentation and leading glyph replaced by `quote`, no wider than
+/// the pane.
+fn replace_prose(line: &str, quote: &str, width: usize) -> String {
+    let lead = line.len() - line.trim_start().len();
+    let t = line.trim_start();
+    let mut keep = lead;
+    if let Some((g, _)) = t.split_once(' ') {
+        if g.chars().count() == 1 && !g.chars().all(char::is_alphanumeric) {
+            keep = lead + g.len() + 1;
+        }
+    }
+    cut(&format!("{}{quote}", &line[..keep]), width)
+}
+
+fn version_spans(screen: &str) -> Vec<(usize, usize)> {
+    let re = regex::Regex::new(r"(?:\bv|\b)(\d+\.\d+\.\d+)\b").expect("a valid literal regex");
+    re.captures_iter(screen)
+        .filter_map(|c| c.get(1))
+        .map(|m| (m.start(), m.end()))
+        .collect()
+}
+
+fn has_version(screen: &str) -> bool {
+    !version_spans(screen).is_empty()
+}
+
+fn with_version(screen: &str, v: &str) -> String {
+    let mut out = String::new();
+    let mut at = 0;
+    for (s, e) in version_spans(screen) {
+        out.push_str(&screen[at..s]);
+        out.push_str(v);
+        at = e;
+    }
+    out.push_str(&screen[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relayout_follows_the_width() {
+        let rule = "─".repeat(20);
+        let lines = [
+            "● alpha beta gamma delta",
+            rule.as_str(),
+            "❯ x",
+            "╭──────────────────╮",
+            "│ one two          │",
+            "╰──────────────────╯",
+            "  left         right",
+        ];
+        let s = relayout(&lines, 20, 12, 40);
+        let got: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            got,
+            [
+                "● alpha beta",
+                "  gamma",
+                "  delta",
+                "────────────",
+                "❯ x",
+                "╭──────────╮",
+                "│ one two  │",
+                "╰──────────╯",
+                "  left  righ"
+            ]
+        );
+        let wide = relayout(&lines, 20, 30, 40);
+        assert!(wide.contains(&"─".repeat(30)), "{wide}");
+        assert!(
+            wide.ends_with(&format!("  left{}right", " ".repeat(19))),
+            "{wide}"
+        );
+        assert_eq!(relayout(&lines, 20, 12, 3).lines().count(), 3);
+    }
+
+    #[test]
+    fn titles_get_a_segment_before_the_last() {
+        assert_eq!(title_with("⠋ codex", "t"), "⠋ t | codex");
+        assert_eq!(
+            title_with("[ . ] Action Required | codex", "t"),
+            "[ . ] Action Required | t | codex"
+        );
+        assert_eq!(title_with("codex", "t"), "t | codex");
+    }
+
+    #[test]
+    fn prose_is_replaced_after_its_glyph() {
+        assert_eq!(replace_prose("● Let me think", "Esc", 80), "● Esc");
+        assert_eq!(replace_prose("  carefully now", "x", 80), "  x");
+        assert_eq!(with_version("Codex (v0.171.0)", "9.9.9"), "Codex (v9.9.9)");
+    }
+}
