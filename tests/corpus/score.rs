@@ -79,12 +79,12 @@ impl std::fmt::Display for Miss {
     }
 }
 
+/// Counts per `(agent, version, size)`.
+pub type AccuracyTable = BTreeMap<(String, String, String), Counts>;
+
 /// Accuracy per `(agent, version, size)` and the misses.
-pub fn accuracy(
-    c: &Catalog,
-    frames: &[Frame],
-) -> (BTreeMap<(String, String, String), Counts>, Vec<Miss>) {
-    let mut table: BTreeMap<(String, String, String), Counts> = BTreeMap::new();
+pub fn accuracy(c: &Catalog, frames: &[Frame]) -> (AccuracyTable, Vec<Miss>) {
+    let mut table = AccuracyTable::new();
     let mut misses = Vec::new();
     for f in frames {
         let want = accepted(frames, f);
@@ -138,7 +138,7 @@ pub fn survival(
 }
 
 /// The accuracy table in Markdown.
-pub fn accuracy_table(table: &BTreeMap<(String, String, String), Counts>) -> String {
+pub fn accuracy_table(table: &AccuracyTable) -> String {
     let mut s = String::from(
         "| agent | version | size | frames | accuracy | blocked recall | false blocked |\n\
          | --- | --- | --- | ---: | ---: | ---: | ---: |\n",
