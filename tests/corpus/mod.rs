@@ -53,9 +53,13 @@ impl Frame {
     }
 }
 
-/// The titles an agent really sent, from its folder's escapes.md ("Titles (unique…): [...]").
-pub fn sent_titles(version_dir: &Path) -> Vec<String> {
+/// The titles an agent really sent, from its folder's escapes.md ("Titles (unique…): [...]");
+/// None when the folder has none (saved panes: their `title` is what the program sent).
+pub fn sent_titles(version_dir: &Path) -> Option<Vec<String>> {
     let md = version_dir.join("escapes.md");
+    if !md.exists() {
+        return None;
+    }
     let text =
         std::fs::read_to_string(&md).unwrap_or_else(|e| panic!("fixture {}: {e}", md.display()));
     let mut out = Vec::new();
@@ -68,7 +72,7 @@ pub fn sent_titles(version_dir: &Path) -> Vec<String> {
             }
         }
     }
-    out
+    Some(out)
 }
 
 fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
@@ -143,7 +147,7 @@ fn version_frames(agent_dir: &Path, v: &Path) -> Vec<Frame> {
                 title: meta["title"]
                     .as_str()
                     .map(str::to_string)
-                    .filter(|t| titles.contains(t)),
+                    .filter(|t| titles.as_ref().is_none_or(|ts| ts.contains(t))),
                 path: t,
             }
         })

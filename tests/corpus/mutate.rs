@@ -2,13 +2,16 @@
 //! frame's state:
 //!
 //! - [`Kind::Width`]: the same screen laid out again at every width from 60 to 200 columns, the
-//!   way the agents lay out: full-width rules and box borders follow the width, padding between
-//!   a line's left and right parts grows or shrinks, prose wraps at word boundaries, the bottom
-//!   line (the footer) is cut at the edge; lines that no longer fit scroll off the top.
-//! - [`Kind::Rows`]: fewer rows, down to [`MIN_ROWS`]: the top scrolls off.
+//!   way the agents lay out: full-width rules and box borders follow the width, the padding
+//!   between a row's left and right parts grows or shrinks, prose wraps at word boundaries, rows
+//!   laid out in columns and the footer (the lines under the last full-width rule, or the last
+//!   line) are cut at the edge; lines that no longer fit scroll off the top.
+//! - [`Kind::Rows`]: fewer rows, down to [`MIN_ROWS`]: blank space shrinks first, then the top
+//!   scrolls off.
 //! - [`Kind::Title`]: a segment added to the title before its last one (`⠋ codex` becomes
 //!   `⠋ fix the build | codex`, as Codex 0.171 did).
-//! - [`Kind::Footer`]: the last non-blank line cut at every length.
+//! - [`Kind::Footer`]: the last non-blank line cut at every length that keeps its first word (no
+//!   pane is narrower than that).
 //! - [`Kind::Prose`]: every line of the model's or the person's text (what the scripted model
 //!   and the capture script wrote) replaced by prompt-like chrome quoted as prose.
 //! - [`Kind::Version`]: the version numbers on screen (the banner) changed.
@@ -149,7 +152,7 @@ pub fn variants(screen: &str, title: Option<&str>, width: usize, height: usize) 
         out.push(Variant {
             kind: Kind::Rows,
             detail: format!("rows={r}"),
-            screen: lines[lines.len() - r..].join("\n"),
+            screen: fewer_rows(&lines, r).join("\n"),
             title: same_title(),
         });
     }
@@ -165,7 +168,7 @@ pub fn variants(screen: &str, title: Option<&str>, width: usize, height: usize) 
     }
     if let Some(last) = lines.iter().rposition(|l| !l.trim().is_empty()) {
         let footer: Vec<char> = lines[last].chars().collect();
-        for n in 1..footer.len() {
+        for n in first_word_end(&footer)..footer.len() {
             let mut v: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
             v[last] = footer[..n].iter().collect();
             out.push(Variant {
@@ -247,13 +250,69 @@ fn rule_char(line: &str) -> Option<char> {
     (drawing && t.chars().count() >= 8 && t.chars().all(|x| x == c)).then_some(c)
 }
 
+/// Where a footer cut may start: after its first word (a pane is never narrower than that),
+/// or after its first character when it has no word.
+fn first_word_end(line: &[char]) -> usize {
+    let Some(start) = line.iter().position(|c| c.is_alphanumeric()) else {
+        return 1;
+    };
+    line[start..]
+        .iter()
+        .position(|c| c.is_whitespace())
+        .map_or(line.len(), |n| start + n)
+        .max(1)
+}
+
+/// The screen at `rows` rows: blank space shrinks first (the largest run of blank lines loses a
+/// line, never its last one), then the top scrolls off.
+pub fn fewer_rows<'a>(lines: &[&'a str], rows: usize) -> Vec<&'a str> {
+    let mut v: Vec<&str> = lines.to_vec();
+    while v.len() > rows {
+        let mut best: Option<(usize, usize)> = None;
+        let mut i = 0;
+        while i < v.len() {
+            if v[i].trim().is_empty() {
+                let s = i;
+                while i < v.len() && v[i].trim().is_empty() {
+                    i += 1;
+                }
+                if i - s >= 2 && best.is_none_or(|(_, n)| i - s > n) {
+                    best = Some((s, i - s));
+                }
+            } else {
+                i += 1;
+            }
+        }
+        match best {
+            Some((s, _)) => {
+                v.remove(s);
+            }
+            None => {
+                v.remove(0);
+            }
+        }
+    }
+    v
+}
+
+/// The first line of the footer block: the lines under the last full-width rule when at most
+/// three follow it, else the last non-blank line.
+fn footer_start(lines: &[&str]) -> Option<usize> {
+    let last = lines.iter().rposition(|l| !l.trim().is_empty())?;
+    let rule = lines.iter().rposition(|l| rule_char(l).is_some());
+    Some(match rule {
+        Some(r) if r < last && last - r <= 3 => r + 1,
+        _ => last,
+    })
+}
+
 /// The screen laid out again at `to` columns (from `from`), at most `rows` lines kept.
 pub fn relayout(lines: &[&str], from: usize, to: usize, rows: usize) -> String {
-    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    let footer = footer_start(lines);
     let mut out: Vec<String> = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         // The footer is cut at the edge, never wrapped.
-        out.extend(fit(l, from, to, Some(i) == last));
+        out.extend(fit(l, from, to, footer.is_some_and(|f| i >= f)));
     }
     let skip = out.len().saturating_sub(rows);
     out[skip..].join("\n")
@@ -273,10 +332,10 @@ fn fit_line(line: &str, from: usize, to: usize, wraps: bool) -> Vec<String> {
     let lead = line.len() - line.trim_start().len();
     // Right-aligned to the pane's edge: the line follows the width.
     let elastic = from > 0 && w + 4 >= from;
-    let target = (w + to).saturating_sub(from).max(lead + 1);
+    let target = (w + to).saturating_sub(from).max(1);
     if let Some(c) = rule_char(line) {
         let n = if elastic {
-            target - lead
+            target.saturating_sub(lead).max(1)
         } else {
             (w - lead).min(to.saturating_sub(lead)).max(1)
         };
@@ -298,16 +357,23 @@ fn fit_line(line: &str, from: usize, to: usize, wraps: bool) -> Vec<String> {
     {
         return box_body(line, lead, target);
     }
-    if elastic {
-        if let Some(fixed) = stretch_gap(line, target) {
-            if cols(&fixed) <= to || !wraps {
-                return vec![fixed];
-            }
-            return wrap(&fixed, to);
+    if elastic && t.ends_with("───") {
+        // A labelled rule ("── input ────"): its last run of ─ takes the change.
+        if let Some(fixed) = stretch_run(line, '─', target) {
+            return vec![cut(&fixed, to)];
         }
     }
-    if w > to && wraps {
+    if elastic {
+        if let Some(fixed) = stretch_gap(line, target) {
+            // Laid out in columns: cut at the edge, as the agents' rows are.
+            return vec![cut(&fixed, to)];
+        }
+    }
+    if w > to && wraps && !line.trim_start().contains("   ") {
         return wrap(line, to);
+    }
+    if w > to {
+        return vec![cut(line, to)];
     }
     vec![line.to_string()]
 }

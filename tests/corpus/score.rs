@@ -8,6 +8,11 @@ use thinkterm_sidecar::rules::{Catalog, Snapshot};
 
 /// The state the catalog gives a screen and title, as a word (`unknown` for no rules).
 pub fn classify(c: &Catalog, agent: &str, screen: &str, title: Option<&str>) -> String {
+    verdict(c, agent, screen, title).0
+}
+
+/// The state word and whether the idle fallback decided (no rule matched).
+pub fn verdict(c: &Catalog, agent: &str, screen: &str, title: Option<&str>) -> (String, bool) {
     let id = c.resolve(agent).unwrap_or(agent);
     let snap = Snapshot {
         screen,
@@ -15,8 +20,9 @@ pub fn classify(c: &Catalog, agent: &str, screen: &str, title: Option<&str>) -> 
         osc_progress: None,
     };
     c.classify(id, &snap)
-        .map_or("unknown", |v| v.state.as_str())
-        .to_string()
+        .map_or(("unknown".to_string(), false), |v| {
+            (v.state.as_str().to_string(), v.fallback)
+        })
 }
 
 /// Counts over a set of frames or variants.
@@ -32,6 +38,8 @@ pub struct Counts {
     pub blocked_found: usize,
     /// Not labelled blocked, found blocked.
     pub false_blocked: usize,
+    /// Decided by the idle fallback (no rule matched).
+    pub fallback: usize,
 }
 
 impl Counts {
@@ -45,6 +53,15 @@ impl Counts {
         } else if got == "blocked" {
             self.false_blocked += 1;
         }
+    }
+
+    fn merge(&mut self, o: &Counts) {
+        self.total += o.total;
+        self.right += o.right;
+        self.blocked += o.blocked;
+        self.blocked_found += o.blocked_found;
+        self.false_blocked += o.false_blocked;
+        self.fallback += o.fallback;
     }
 
     fn pct(n: usize, d: usize) -> String {
@@ -88,11 +105,12 @@ pub fn accuracy(c: &Catalog, frames: &[Frame]) -> (AccuracyTable, Vec<Miss>) {
     let mut misses = Vec::new();
     for f in frames {
         let want = accepted(frames, f);
-        let got = classify(c, &f.agent, &f.screen, f.title.as_deref());
-        table
+        let (got, fallback) = verdict(c, &f.agent, &f.screen, f.title.as_deref());
+        let row = table
             .entry((f.agent.clone(), f.version.clone(), f.size()))
-            .or_default()
-            .add(&want, &got);
+            .or_default();
+        row.add(&want, &got);
+        row.fallback += usize::from(fallback);
         if !want.contains(&got.as_str()) {
             misses.push(Miss {
                 frame: f.name(),
@@ -106,15 +124,50 @@ pub fn accuracy(c: &Catalog, frames: &[Frame]) -> (AccuracyTable, Vec<Miss>) {
 }
 
 /// Survival per manifest and kind of variant, and the misses (at most `keep` of them).
-pub fn survival(
-    c: &Catalog,
-    frames: &[Frame],
-    keep: usize,
-) -> (BTreeMap<String, BTreeMap<Kind, Counts>>, Vec<Miss>, usize) {
-    let mut table: BTreeMap<String, BTreeMap<Kind, Counts>> = BTreeMap::new();
+pub fn survival(c: &Catalog, frames: &[Frame], keep: usize) -> (SurvivalTable, Vec<Miss>, usize) {
+    // The frames are shared out among the cores (each variant is classified on its own).
+    let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = frames.len().div_ceil(n.max(1)).max(1);
+    let parts: Vec<(SurvivalTable, Vec<Miss>, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = frames
+            .chunks(chunk)
+            .map(|part| s.spawn(move || survival_of(c, frames, part, keep)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut table = SurvivalTable::new();
     let mut misses = Vec::new();
     let mut missed = 0;
-    for f in frames {
+    for (t, m, n) in parts {
+        for (manifest, row) in t {
+            let into = table.entry(manifest).or_default();
+            for (k, c) in row {
+                into.entry(k).or_default().merge(&c);
+            }
+        }
+        misses.extend(m);
+        missed += n;
+    }
+    misses.truncate(keep);
+    (table, misses, missed)
+}
+
+/// Counts per manifest and kind of variant.
+pub type SurvivalTable = BTreeMap<String, BTreeMap<Kind, Counts>>;
+
+fn survival_of(
+    c: &Catalog,
+    frames: &[Frame],
+    part: &[Frame],
+    keep: usize,
+) -> (SurvivalTable, Vec<Miss>, usize) {
+    let mut table = SurvivalTable::new();
+    let mut misses = Vec::new();
+    let mut missed = 0;
+    for f in part {
         let want = accepted(frames, f);
         let manifest = c.resolve(&f.agent).unwrap_or(&f.agent).to_string();
         let row = table.entry(manifest).or_default();
@@ -140,13 +193,13 @@ pub fn survival(
 /// The accuracy table in Markdown.
 pub fn accuracy_table(table: &AccuracyTable) -> String {
     let mut s = String::from(
-        "| agent | version | size | frames | accuracy | blocked recall | false blocked |\n\
-         | --- | --- | --- | ---: | ---: | ---: | ---: |\n",
+        "| agent | version | size | frames | accuracy | blocked recall | false blocked | \
+         fallback |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let mut all = Counts::default();
     for ((a, v, size), n) in table {
         s.push_str(&format!(
-            "| {a} | {v} | {size} | {} | {} | {} | {} |\n",
+            "| {a} | {v} | {size} | {} | {} | {} | {} | {} |\n",
             n.total,
             Counts::pct(n.right, n.total),
             if n.blocked == 0 {
@@ -154,8 +207,10 @@ pub fn accuracy_table(table: &AccuracyTable) -> String {
             } else {
                 format!("{}/{}", n.blocked_found, n.blocked)
             },
-            n.false_blocked
+            n.false_blocked,
+            n.fallback
         ));
+        all.fallback += n.fallback;
         all.total += n.total;
         all.right += n.right;
         all.blocked += n.blocked;
@@ -163,18 +218,19 @@ pub fn accuracy_table(table: &AccuracyTable) -> String {
         all.false_blocked += n.false_blocked;
     }
     s.push_str(&format!(
-        "| **all** | | | {} | {} | {}/{} | {} |\n",
+        "| **all** | | | {} | {} | {}/{} | {} | {} |\n",
         all.total,
         Counts::pct(all.right, all.total),
         all.blocked_found,
         all.blocked,
-        all.false_blocked
+        all.false_blocked,
+        all.fallback
     ));
     s
 }
 
 /// The survival table in Markdown: per manifest, survived/total per kind, then the whole.
-pub fn survival_table(table: &BTreeMap<String, BTreeMap<Kind, Counts>>) -> String {
+pub fn survival_table(table: &SurvivalTable) -> String {
     let mut s = String::from("| manifest |");
     for k in Kind::ALL {
         s.push_str(&format!(" {} |", k.name()));
