@@ -1,8 +1,11 @@
 //! The recorded frames as the rules' test corpus: every `<agent>/<version>/NNN-state.txt` with
 //! its `.json` ground truth ([`frames`]), the variants real agent updates make of a frame
-//! ([`mutate`]) and the tables that say how the bundled rules do on both ([`score`]).
+//! ([`mutate`], laid out again by [`layout`]) and the tables that say how the bundled rules do
+//! on both ([`score`]).
 #![allow(dead_code)] // the report test uses parts the strict tests do not
 
+mod checks;
+pub mod layout;
 pub mod mutate;
 pub mod score;
 
