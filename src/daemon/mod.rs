@@ -27,6 +27,7 @@ mod flood;
 mod ipc_server;
 mod link;
 mod notifier;
+mod pane_drift;
 mod pane_flow;
 mod panes;
 mod prober;

@@ -70,7 +70,9 @@ pub fn version_in_path(path: &Path) -> Option<String> {
 }
 
 /// Interpreters whose first absolute path argument is the program.
-const INTERPRETERS: [&str; 6] = ["node", "nodejs", "bun", "deno", "python3", "python"];
+const INTERPRETERS: [&str; 8] = [
+    "node", "nodejs", "bun", "deno", "python3", "python", "bash", "sh",
+];
 
 fn base(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
@@ -177,9 +179,10 @@ impl VersionCache {
             return v.clone();
         }
         let found = from_files(&key.0).or_else(|| {
-            // The agents' own commands only: `codex.js` is codex, `claude.exe` is claude.
+            // The agents' own commands only, by the program file's name (`codex.js` is codex,
+            // `claude.exe` is claude): a script named `claude` run by bash is not bash.
             let stem = key.0.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-            let ours = self.commands.iter().any(|c| c == stem || *c == p.comm);
+            let ours = self.commands.iter().any(|c| c == stem);
             let exe = exe.as_deref()?;
             // An interpreter is given its script; a binary runs alone.
             let args: Vec<String> = if key.0.as_path() == exe {
