@@ -93,8 +93,11 @@ pub fn program_file(p: &ProcInfo, exe: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// The version next to `file`: the nearest `package.json` with a version (within
-/// [`MAX_UP`] folders), else a version-named folder.
+/// [`MAX_UP`] folders), else a version-named folder. A link (`node_modules/.bin/codex`) is read
+/// beside its target.
 pub fn from_files(file: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(file).ok();
+    let file = real.as_deref().unwrap_or(file);
     for dir in file.ancestors().skip(1).take(MAX_UP) {
         let pj = dir.join("package.json");
         let Ok(meta) = std::fs::metadata(&pj) else {
@@ -252,6 +255,22 @@ mod tests {
         let file = program_file(&p, Some(Path::new("/usr/bin/node")));
         assert_eq!(file.as_deref(), Some(script.as_path()));
         assert_eq!(from_files(&script).as_deref(), Some("0.171.0"));
+        // Regression: npm's `.bin/codex` link was read beside itself, so the version was the
+        // one of the project that installed Codex (its own package.json, one folder up).
+        let dot_bin = dir.path().join("node_modules/.bin");
+        ok(std::fs::create_dir_all(&dot_bin));
+        ok(std::fs::write(
+            dir.path().join("package.json"),
+            r#"{"name":"my-project","version":"1.0.0"}"#,
+        ));
+        ok(std::os::unix::fs::symlink(
+            "../@openai/codex/bin/codex.js",
+            dot_bin.join("codex"),
+        ));
+        assert_eq!(
+            from_files(&dot_bin.join("codex")).as_deref(),
+            Some("0.171.0")
+        );
         // A native binary in a version-named folder, no package.json.
         let exe = dir.path().join("share/claude/versions/2.1.332/claude");
         assert_eq!(version_in_path(&exe).as_deref(), Some("2.1.332"));
