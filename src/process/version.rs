@@ -21,7 +21,7 @@ pub const VERSION_LIMIT: Duration = Duration::from_secs(3);
 /// Most `package.json` bytes read.
 const MAX_PACKAGE_JSON: u64 = 256 * 1024;
 /// Most folders walked up from a script or binary to its `package.json`.
-const MAX_UP: usize = 4;
+pub const MAX_UP: usize = 4;
 /// Most entries the cache keeps (installed versions of agents: a handful).
 const MAX_CACHED: usize = 256;
 /// Most bytes of `--version` output read.
