@@ -14,8 +14,13 @@ fn screen(agent_dir: &str, frame: &str) -> String {
 fn bench(c: &mut Criterion) {
     let catalog = Catalog::bundled();
     let cases = [
-        ("claude", "claude-code", "005", Some("✳ Claude Code")),
-        ("codex", "codex", "006", Some("⠏ codex")),
+        (
+            "claude",
+            "claude-code/2.1.328",
+            "005",
+            Some("✳ Claude Code"),
+        ),
+        ("codex", "codex/0.169.0", "006", Some("⠏ codex")),
         ("copilot", "copilot", "006", Some("GitHub Copilot")),
         ("cursor", "copilot", "006", None),
         ("pi", "pi", "006", Some("π - pi")),
@@ -36,7 +41,7 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
-    let text = screen("claude-code", "008");
+    let text = screen("claude-code/2.1.328", "008");
     c.bench_function("classify_120x40_claude_blocked", |b| {
         b.iter(|| {
             black_box(catalog.classify(

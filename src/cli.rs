@@ -9,6 +9,8 @@ use crate::ipc::schema::{PaneRow, Reply, Request};
 use crate::ipc::{socket_path, Client};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 
+mod screen_file;
+
 /// Watches every tmux pane and tells you which AI coding agent needs you.
 #[derive(Debug, Parser)]
 #[command(
@@ -170,8 +172,13 @@ pub struct ExplainArgs {
     /// A pane (`%3`, or `MACHINE:%3`) of the running daemon.
     #[arg(conflicts_with = "file")]
     pub pane: Option<crate::ids::PaneTarget>,
-    /// A screen saved with `capture-pane -p -J`.
-    #[arg(long, requires = "agent")]
+    /// With a pane: save its screen, title, process and verdict as a fixture in this folder
+    /// (`NNN-<state>.txt` and `.json`, the format of `tests/fixtures/agents`).
+    #[arg(long, requires = "pane")]
+    pub save: Option<PathBuf>,
+    /// A screen saved with `capture-pane -p -J` (or by `--save`: the `.json` beside it gives
+    /// the agent and title when they are not given).
+    #[arg(long)]
     pub file: Option<PathBuf>,
     /// The agent whose rules apply (with `--file`).
     #[arg(long)]
@@ -462,23 +469,7 @@ pub fn rules_local(action: &RulesAction) -> anyhow::Result<i32> {
 /// `explain`.
 pub async fn explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<()> {
     if let Some(file) = &args.file {
-        let agent = args.agent.clone().unwrap_or_default();
-        let screen = std::fs::read_to_string(file)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-        let catalog = crate::rules::Catalog::load(&crate::paths::rules_dir()).catalog;
-        let e = crate::daemon::explain_screen(
-            &catalog,
-            &agent,
-            &screen,
-            args.title.as_deref(),
-            args.progress.as_deref(),
-        );
-        if args.json {
-            println!("{}", e.to_json());
-        } else {
-            print!("{}", e.render());
-        }
-        return Ok(());
+        return screen_file::explain_file(args, file);
     }
     let Some(pane) = args.pane.clone() else {
         anyhow::bail!(
@@ -492,14 +483,25 @@ pub async fn explain(cli: &Cli, args: &ExplainArgs) -> anyhow::Result<()> {
     };
     match c.request(&explain).await? {
         Reply::Value { value } => {
+            if let Some(dir) = &args.save {
+                let (txt, json) = screen_file::save_fixture(dir, pane.pane, &value)?;
+                eprintln!("saved {} and {}", txt.display(), json.display());
+            }
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&value)?);
             } else {
                 println!(
-                    "pane {pane}: agent {}, state {}",
+                    "pane {pane}: agent {}{}, state {}",
                     value["agent"].as_str().unwrap_or("-"),
+                    value["agent_version"]
+                        .as_str()
+                        .map(|v| format!(" {v}"))
+                        .unwrap_or_default(),
                     value["state"].as_str().unwrap_or("unknown")
                 );
+                if let Some(why) = value["unrecognised_reason"].as_str() {
+                    println!("unrecognised: {why}");
+                }
                 if let Some(text) = value["explanation_text"].as_str() {
                     print!("{text}");
                 }

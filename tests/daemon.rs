@@ -5,6 +5,9 @@ mod support;
 
 use support::{fixtures, script, wait_for, Daemon, Env, Tmux};
 
+#[path = "detection/drift_alarm.rs"]
+mod drift_alarm;
+
 /// The path of a recorded fixture (`agent/version/file`), as the drawing agents read it; fails
 /// when it is missing.
 fn fixture(rel: &str) -> String {

@@ -76,6 +76,10 @@ settings! {
         /// A pane with no agent, report or variable that writes more than this many KiB per
         /// second has its copy of the output paused in the sidecar's control client (0: never).
         flood_pause_kib_s: u64 = 256, range 0..=MAX_FLOOD_PAUSE_KIB_S;
+        /// Seconds an agent's screen may keep changing while no rule of its manifest matches
+        /// before the pane is marked unrecognised (the drift alarm, `docs/detection.md`; at
+        /// least 1, at most an hour).
+        drift_after_s: u64 = 30, range 1..=3600;
         /// Set tmux user options for the status line.
         status_line: bool = true;
         /// Log filter (`warn`, `info`, `debug`, or a tracing filter).

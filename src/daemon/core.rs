@@ -427,9 +427,16 @@ impl Daemon {
                     return;
                 }
                 match self.panes.get(&pane) {
-                    Some(p) => Reply::Value {
-                        value: p.explain(&self.rules.catalog),
-                    },
+                    Some(p) => {
+                        let mut value = p.explain(&self.rules.catalog);
+                        // What a saved fixture needs besides the pane's own facts (issue 17).
+                        if let Some(i) = self.inventory().and_then(|i| i.panes.get(&pane)) {
+                            value["width"] = i.width.into();
+                            value["height"] = i.height.into();
+                            value["current_command"] = i.current_command.clone().into();
+                        }
+                        Reply::Value { value }
+                    }
                     None => Reply::Error {
                         message: format!("no pane {pane}"),
                     },

@@ -31,6 +31,7 @@ mod ipc_server;
 mod link;
 mod machines;
 mod notifier;
+mod pane_drift;
 mod pane_flow;
 mod panes;
 mod prober;

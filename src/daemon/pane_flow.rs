@@ -2,6 +2,8 @@
 //! probe answers, captured screens, flood pauses; each turned into the pane's state machine's
 //! inputs, and the state machine's effects into the rollup, the status line and the event bus.
 
+use std::time::Duration;
+
 use super::core::Daemon;
 use super::flood::FloodAction;
 use super::panes::PaneEntry;
@@ -10,6 +12,7 @@ use crate::clock::Now;
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, StateEvent};
 use crate::pane::{PaneChange, PaneEffect};
+use crate::rules::drift::{Drift, DriftConfig};
 use crate::thread::RollupInput;
 use crate::tmux::connection::CommandError;
 use crate::tmux::observer::Observed;
@@ -115,7 +118,12 @@ impl Daemon {
 
     pub(super) fn add_pane(&mut self, now: Now, pane: PaneId, pid: u32) {
         let limit = self.config.config.flood_pause_kib_s.saturating_mul(1024);
-        self.panes.insert(pane, PaneEntry::new(pid, now.at, limit));
+        let mut entry = PaneEntry::new(pid, now.at, limit);
+        entry.drift = Drift::new(DriftConfig {
+            unmatched_for: Duration::from_secs(self.config.config.drift_after_s),
+            ..DriftConfig::default()
+        });
+        self.panes.insert(pane, entry);
         self.request_probe(now, pane);
     }
 
@@ -250,6 +258,8 @@ impl Daemon {
                 continue;
             };
             captured.push(id);
+            // The drift alarm's log line names the pane.
+            let _span = tracing::info_span!("pane", pane = %id).entered();
             let fx = p.classify(now.at, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);
         }

@@ -1,6 +1,6 @@
 //! What the daemon keeps per pane between notifications: its first process and foreground job,
-//! its identity, the last screen and verdict, its escape-sequence signals and the pane's state
-//! machine ([`Tracker`]). Converts what the probes and parsers found into the tracker's inputs.
+//! its identity and version, the last screen and verdict, the drift alarm on those verdicts, its
+//! escape-sequence signals and the pane's state machine ([`Tracker`]). Converts what the probes and parsers found into the tracker's inputs.
 //! No I/O but the cheap look ([`PaneEntry::unchanged`]): full probes are the
 //! [`super::prober`]'s, captures the [`super::capture`] scheduler's.
 
@@ -19,6 +19,7 @@ use crate::pane::{
 };
 use crate::process::foreground::{self, Foreground};
 use crate::process::identify::{program_name, Identity, IdentityTable};
+use crate::rules::drift::Drift;
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
 use crate::state::Subtask;
 use crate::tmux::escape::Escaped;
@@ -51,6 +52,12 @@ pub struct PaneEntry {
     pub fingerprint: Option<String>,
     /// Pauses our copy of the output of a pane that floods and that nothing reads.
     pub flood: FloodGate,
+    /// The drift alarm: whether the agent's rules still recognise its screen.
+    pub drift: Drift,
+    /// The running agent's version, when the probe found it.
+    pub agent_version: Option<String>,
+    /// The screen and title the drift alarm saw last (a hash: it counts changes).
+    pub(super) drift_seen: u64,
     /// The children of the pane's first process at the last look (see `unchanged`).
     children: String,
     /// A `THINKTERM_AGENT` value arrived since the last look at the foreground: it belongs to
@@ -96,6 +103,9 @@ impl PaneEntry {
             looked_at: None,
             fingerprint: None,
             flood: FloodGate::new(flood_limit),
+            drift: Drift::default(),
+            agent_version: None,
+            drift_seen: 0,
             children: String::new(),
             var_since_look: false,
             prompt_pending: false,
@@ -129,6 +139,7 @@ impl PaneEntry {
     ) -> Vec<PaneEffect> {
         self.looked_at = Some(now.at);
         let before = program(&self.fg);
+        let versions = probed.versions;
         self.fg = probed.fg;
         self.children = probed.children;
         self.program_seen(before, program(&self.fg));
@@ -137,13 +148,23 @@ impl PaneEntry {
         } else {
             Identity::Other
         };
+        let version = match &identity {
+            Identity::Agent { pid, .. } => {
+                versions.into_iter().find(|(p, _)| p == pid).map(|(_, v)| v)
+            }
+            _ => None,
+        };
         if identity != self.identity {
-            tracing::debug!(pid = self.pid, ?identity, "pane identity");
+            tracing::debug!(pid = self.pid, ?identity, ?version, "pane identity");
             self.identity = identity;
             self.verdict = None;
             self.fingerprint = None;
+            self.drift.reset();
+            self.agent_version = version;
             // S9.4: what the previous program sent never reaches the next one's rules.
             self.signals.reset();
+        } else if version.is_some() {
+            self.agent_version = version;
         }
         let mut fx = self
             .tracker
@@ -211,6 +232,7 @@ impl PaneEntry {
                 tracing::debug!(agent = ?found, "screen fingerprint behind a process-less program");
                 self.fingerprint = found;
                 self.verdict = None;
+                self.drift.reset();
                 fx.extend(
                     self.tracker
                         .on_input(now, PaneInput::Foreground(self.fg_input())),
@@ -236,6 +258,7 @@ impl PaneEntry {
             return Vec::new();
         };
         self.verdict = catalog.classify(agent, &self.snapshot());
+        self.watch_drift(now);
         let input = self.verdict.as_ref().map(|v| ScreenVerdict {
             state: match v.state {
                 RuleState::Unknown => None,
@@ -396,8 +419,13 @@ impl PaneEntry {
         let rules = agent.map(|a| catalog.explain(a, &self.snapshot()));
         serde_json::json!({
             "agent": agent,
+            "agent_version": self.agent_version,
             "state": st.state.map(|s| s.as_str()).unwrap_or("unknown"),
             "source": st.source,
+            "unrecognised": agent.is_some() && self.drift.unrecognised().is_some(),
+            "unrecognised_reason": self.drift.unrecognised().map(|r| r.to_string()),
+            "screen": self.screen,
+            "title": self.signals.title(),
             "explanation_text": rules.as_ref().map(|e| e.render()),
             "explanation": rules,
             "foreground": self.fg.procs,

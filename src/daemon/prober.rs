@@ -5,6 +5,11 @@
 //! answer later as an event, and its loop never waits for `/proc`. The cheap look a pane gets on
 //! output (its first process's `stat` and children, which take no such lock) stays in the loop.
 //!
+//! The same thread finds the version of each process of the job where that is cheap
+//! ([`crate::process::version`]: a `package.json` beside its script or binary, else, for the
+//! agents' own commands, their `--version`, once per installed binary), so neither read nor run
+//! happens on the loop.
+//!
 //! Owns: which panes have a probe outstanding (a pane is probed once at a time; asking again
 //! while one runs is a no-op, and the answer reflects the moment it ran).
 
@@ -15,6 +20,8 @@ use tokio::sync::mpsc;
 
 use crate::ids::PaneId;
 use crate::process::foreground::{self, Foreground};
+use crate::process::identify::IdentityTable;
+use crate::process::version::VersionCache;
 
 /// Room for requests (one per pane at most, so the panes of a large server fit).
 pub const QUEUE: usize = 4096;
@@ -32,6 +39,8 @@ pub struct Probed {
     pub fg: Foreground,
     /// The children of its first process (the cheap look compares against these).
     pub children: String,
+    /// The versions found for processes of the job, by pid.
+    pub versions: Vec<(u32, String)>,
 }
 
 /// The daemon's side of the probe thread.
@@ -50,12 +59,26 @@ impl Prober {
         std::thread::Builder::new()
             .name("thinkterm-probe".into())
             .spawn(move || {
+                // `--version` runs only for the seed agents' own command names.
+                let commands = IdentityTable::builtin()
+                    .specs()
+                    .iter()
+                    .flat_map(|s| s.process_names.iter().cloned())
+                    .collect();
+                let mut versions = VersionCache::new(commands);
                 while let Some((pane, pid)) = rx.blocking_recv() {
+                    let fg = foreground::probe(pid);
+                    let found = fg
+                        .procs
+                        .iter()
+                        .filter_map(|p| versions.version_of(p).map(|v| (p.pid, v)))
+                        .collect();
                     let probed = Probed {
                         pane,
                         pid,
-                        fg: foreground::probe(pid),
+                        fg,
                         children: foreground::main_children(pid),
+                        versions: found,
                     };
                     if out.blocking_send(probed).is_err() {
                         return;

@@ -71,6 +71,11 @@ pub fn build(
                     .as_deref()
                     .and_then(|a| catalog.agent(a))
                     .and_then(|i| i.mark.clone()),
+                agent_version: entry
+                    .filter(|_| agent.is_some())
+                    .and_then(|e| e.agent_version.clone()),
+                unrecognised: agent.is_some()
+                    && entry.is_some_and(|e| e.drift.unrecognised().is_some()),
                 agent,
                 state: st.and_then(|s| s.state),
                 unseen_result: st.is_some_and(|s| s.unseen_result),

@@ -55,6 +55,13 @@ pub struct PaneRow {
     pub agent_name: Option<String>,
     /// Its mark glyph (None: it has none; show the generic mark and the name).
     pub agent_mark: Option<String>,
+    /// The running agent's version, when it was found (`docs/detection.md`).
+    #[serde(default)]
+    pub agent_version: Option<String>,
+    /// The agent's screen is one its rules no longer recognise: the drift alarm
+    /// (`docs/detection.md`); `explain` says why.
+    #[serde(default)]
+    pub unrecognised: bool,
     /// The pane's state; None = unknown.
     pub state: Option<AgentState>,
     /// Finished, result not yet seen (a status report's `done`, or the window's done mark).

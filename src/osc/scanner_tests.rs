@@ -236,16 +236,16 @@ fn buffer_never_grows_past_its_first_allocation() {
     assert_eq!(n, 1);
 }
 
-/// The raw recording of `agent`'s one recorded version.
-fn fixture(agent: &str) -> Vec<u8> {
-    let ver = crate::test_fixtures::version_dir(agent);
+/// The raw recording of `which` (`agent` or `agent/version`, see `version_dir`).
+fn fixture(which: &str) -> Vec<u8> {
+    let ver = crate::test_fixtures::version_dir(which);
     let raw = ver.join("raw-main-120x40.bin");
     std::fs::read(&raw).unwrap_or_else(|e| panic!("fixture {}: {e}", raw.display()))
 }
 
 #[test]
 fn codex_recording_yields_its_seventeen_status_reports_however_split() {
-    let raw = fixture("codex");
+    let raw = fixture("codex/0.169.0");
     let reports = |evs: &[Got]| -> Vec<Vec<u8>> {
         evs.iter()
             .filter_map(|g| match g {
@@ -325,7 +325,7 @@ proptest! {
 
     #[test]
     fn real_recording_at_random_splits(cuts in proptest::collection::vec(any::<usize>(), 1..40)) {
-        let raw = fixture("codex");
+        let raw = fixture("codex/0.169.0");
         let whole = scan(&raw);
         let points = split_points(raw.len(), &cuts);
         prop_assert_eq!(scan_split(&raw, &points), whole);

@@ -10,6 +10,8 @@
 //! family is left out), Gemini's `◇ Ready` / `✦ Working…` / `✋ Action Required`, Pi's `π`. One
 //! title cannot tell a steady mark from a frame, and a false "running" from an idle program is
 //! worse than a missed one; those agents' titles are read by screen rules (`osc_title`) instead.
+//! (Claude Code before 2.1.3xx did spin braille frames in its title, `⠐ Claude Code`: those
+//! count.)
 
 /// Longest title kept, in bytes (titles beyond are cut at a character boundary).
 pub const MAX_TITLE_BYTES: usize = 1024;
@@ -94,13 +96,15 @@ mod tests {
         }
     }
 
-    /// Every title every recorded agent sent: only Codex's braille frames are spinners.
+    /// Every title every recorded agent sent: only the braille frames are spinners (Codex's, and
+    /// Claude Code 2.1.197's `⠐ Claude Code`); steady marks (`✳`, `◇`, `✦`, `π`) are not.
     #[test]
     fn fixture_titles() {
         let root = crate::test_fixtures::root();
         let agents =
             std::fs::read_dir(&root).unwrap_or_else(|e| panic!("fixtures {}: {e}", root.display()));
         let mut seen = 0;
+        let mut braille_seen = false;
         for ver in agents
             .flatten()
             .filter_map(|a| std::fs::read_dir(a.path()).ok())
@@ -119,14 +123,15 @@ mod tests {
                 for t in titles {
                     seen += 1;
                     let braille = t.starts_with(|c| ('\u{2800}'..='\u{28FF}').contains(&c));
-                    assert_eq!(
-                        spinner_frame(&t).is_some(),
-                        agent.contains("codex") && braille,
-                        "{agent}: {t:?}"
-                    );
+                    assert_eq!(spinner_frame(&t).is_some(), braille, "{agent}: {t:?}");
+                    braille_seen |= braille && agent.contains("claude-code");
                 }
             }
         }
         assert!(seen > 300, "expected the recorded titles, saw {seen}");
+        assert!(
+            braille_seen,
+            "Claude Code 2.1.197's spinner titles are among them"
+        );
     }
 }

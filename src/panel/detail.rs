@@ -78,7 +78,20 @@ pub fn detail(m: &PanelModel, area: Rect, buf: &mut Buffer, now_ms: u64) {
         lines.extend(wrap(d, w).into_iter().map(|l| Line::styled(l, style)));
     }
     lines.push(Line::raw(""));
-    lines.push(field("Agent", agent_name(p).to_string()));
+    lines.push(field(
+        "Agent",
+        match p.agent_version.as_deref() {
+            Some(v) => format!("{} {v}", agent_name(p)),
+            None => agent_name(p).to_string(),
+        },
+    ));
+    if p.unrecognised {
+        // The drift alarm (docs/detection.md): the state shown is the rules' fallback.
+        lines.push(field(
+            "Screen",
+            "not recognised by its rules (explain PANE --save DIR)".to_string(),
+        ));
+    }
     lines.push(field("State", state_words(p)));
     if let Some(pct) = p.progress {
         lines.push(field("Progress", format!("{pct}%")));

@@ -38,6 +38,8 @@ fn pane(id: u32, session: &str, state: Option<AgentState>, title: &str) -> PaneR
         agent: Some("soul".into()),
         agent_name: Some("Soul".into()),
         agent_mark: None,
+        agent_version: None,
+        unrecognised: false,
         state,
         unseen_result: false,
         source: StateSource::ScreenRule,
@@ -891,4 +893,18 @@ fn a_card_in_a_real_linked_worktree_shows_the_branch_line_and_the_main_checkout_
     let (_, y) = at(&b, "⎇ wt-x · feat/x");
     assert_eq!(y, at(&b, "Thread 1").1 + 1, "under the location: {s}");
     assert_eq!(s.matches('⎇').count(), 1, "none for the main checkout: {s}");
+}
+
+/// Issue 17: the detail view names the agent's version and says when its screen is one its
+/// rules no longer recognise (the drift alarm).
+#[test]
+fn the_detail_view_names_the_version_and_an_unrecognised_screen() {
+    let mut p = pane(1, "proj", Some(AgentState::Idle), "");
+    p.agent_version = Some("2.1.332".into());
+    p.unrecognised = true;
+    let mut m = model(vec![p], ViewOptions::default());
+    key(&mut m, KeyCode::Char('d'));
+    let s = text(&draw(&m, 70, 24, 0));
+    assert!(s.contains("Agent     Soul 2.1.332"), "{s}");
+    assert!(s.contains("Screen    not recognised by its rules"), "{s}");
 }

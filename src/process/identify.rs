@@ -34,7 +34,7 @@ impl IdentitySpec {
 }
 
 /// One process of a pane's foreground job, as read from procfs.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcInfo {
     /// Process id.
     pub pid: u32,

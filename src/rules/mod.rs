@@ -8,11 +8,15 @@
 //! - [`eval`]: the engine (priorities, fallback, evidence).
 //! - [`catalog`]: bundled + overrides, aliases, identity table, fingerprints.
 //! - [`render`]: text for `rules list`, `rules explain ID`, `rules check` and `explain`.
+//! - [`drift`]: the drift alarm, a pane whose screen its agent's rules no longer recognise.
+//! - [`fixture`]: a pane's screen, title, process and verdict as a fixture (`.txt` + `.json`).
 
 mod bundled;
 pub mod catalog;
 pub mod compile;
+pub mod drift;
 pub mod eval;
+pub mod fixture;
 pub mod model;
 mod raw;
 pub mod region;

@@ -47,11 +47,10 @@ pub fn read_to_string(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
 }
 
-/// The one version directory of `agent` (`AGENTS/agent/<version>`); fails unless there is
-/// exactly one, so a test never picks one at random.
-pub fn version_dir(agent: &str) -> PathBuf {
+/// Every version directory of `agent` (`AGENTS/agent/<version>`), sorted by name.
+pub fn versions(agent: &str) -> Vec<PathBuf> {
     let dir = path(agent);
-    let versions: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
         .map(|e| {
             e.unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
@@ -59,17 +58,32 @@ pub fn version_dir(agent: &str) -> PathBuf {
         })
         .filter(|p| p.is_dir())
         .collect();
+    versions.sort();
+    versions
+}
+
+/// The version directory `which` names: `agent/version`, or `agent` alone when it has exactly
+/// one version (with several, a test must name the one it means: it never picks at random).
+pub fn version_dir(which: &str) -> PathBuf {
+    if which.contains('/') {
+        let p = path(which);
+        assert!(p.is_dir(), "fixture {}: not a directory", p.display());
+        return p;
+    }
+    let versions = versions(which);
     assert!(
         versions.len() == 1,
-        "fixture {}: expected one version directory, found {versions:?}",
-        dir.display()
+        "fixture {}/{which}: expected one version directory, found {versions:?}; name one \
+         (`{which}/<version>`)",
+        AGENTS
     );
     versions.into_iter().next().unwrap_or_default()
 }
 
-/// The screen text (`NNN-state.txt`) of `agent`'s frame whose name starts with `prefix`.
-pub fn frame(agent: &str, prefix: &str) -> String {
-    let dir = version_dir(agent);
+/// The screen text (`NNN-state.txt`) of the frame whose name starts with `prefix`, in the
+/// version directory `which` names (see [`version_dir`]).
+pub fn frame(which: &str, prefix: &str) -> String {
+    let dir = version_dir(which);
     let found = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -214,6 +214,8 @@ fn busy_pane(i: u32) -> PaneRow {
         agent: Some("claude".into()),
         agent_name: Some("Claude Code".into()),
         agent_mark: Some("✳".into()),
+        agent_version: None,
+        unrecognised: false,
         state: Some(AgentState::Working),
         unseen_result: false,
         source: StateSource::StatusReport,
