@@ -103,7 +103,7 @@ enum Wake {
         crate::remote::link::LinkEvent,
     ),
     Done(core::Done),
-    Probed(prober::Probed),
+    Probed(prober::Answer),
     Ipc(IpcMessage),
     Desktop(DesktopEvent),
     Deadline,
@@ -212,7 +212,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         match wake {
             Wake::Observed(o) => d.on_observed(now, o),
             Wake::Done(done) => d.on_done(now, done).await,
-            Wake::Probed(p) => d.on_probed(now, p),
+            Wake::Probed(p) => d.on_probe_answer(now, p),
             Wake::Link(i, e) => d.on_link(now, i, e),
             Wake::Ipc(m) => d.on_ipc(now, m),
             Wake::Desktop(e) => d.on_desktop(now, e),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::core::Daemon;
 use super::flood::FloodAction;
 use super::panes::PaneEntry;
-use super::prober::Probed;
+use super::prober::{Answer, Probed};
 use crate::clock::Now;
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, StateEvent};
@@ -134,8 +134,24 @@ impl Daemon {
         }
     }
 
+    /// What the probe threads sent.
+    pub(super) fn on_probe_answer(&mut self, now: Now, answer: Answer) {
+        match answer {
+            Answer::Probed(p) => self.on_probed(now, p),
+            Answer::Versions {
+                pane,
+                pid,
+                versions,
+            } => {
+                if let Some(p) = self.panes.get_mut(&pane).filter(|p| p.pid == pid) {
+                    p.apply_versions(&versions);
+                }
+            }
+        }
+    }
+
     /// A probe's answer.
-    pub(super) fn on_probed(&mut self, now: Now, probed: Probed) {
+    fn on_probed(&mut self, now: Now, probed: Probed) {
         self.prober.answered(probed.pane);
         let pane = probed.pane;
         let detection = self.config.config.agent_status_detection;

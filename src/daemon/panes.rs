@@ -129,6 +129,16 @@ impl PaneEntry {
         self.var_since_look = false;
     }
 
+    /// The versions found for the processes of a probed job: the identified agent's, if it is
+    /// among them (a later program's answer carries other pids).
+    pub fn apply_versions(&mut self, versions: &[(u32, String)]) {
+        if let Identity::Agent { pid, .. } = &self.identity {
+            if let Some((_, v)) = versions.iter().find(|(p, _)| p == pid) {
+                self.agent_version = Some(v.clone());
+            }
+        }
+    }
+
     /// A probe's answer: the foreground job, identified, told to the tracker.
     pub fn apply_probe(
         &mut self,
@@ -139,7 +149,6 @@ impl PaneEntry {
     ) -> Vec<PaneEffect> {
         self.looked_at = Some(now.at);
         let before = program(&self.fg);
-        let versions = probed.versions;
         self.fg = probed.fg;
         self.children = probed.children;
         self.program_seen(before, program(&self.fg));
@@ -148,23 +157,16 @@ impl PaneEntry {
         } else {
             Identity::Other
         };
-        let version = match &identity {
-            Identity::Agent { pid, .. } => {
-                versions.into_iter().find(|(p, _)| p == pid).map(|(_, v)| v)
-            }
-            _ => None,
-        };
         if identity != self.identity {
-            tracing::debug!(pid = self.pid, ?identity, ?version, "pane identity");
+            tracing::debug!(pid = self.pid, ?identity, "pane identity");
             self.identity = identity;
             self.verdict = None;
             self.fingerprint = None;
             self.drift.reset();
-            self.agent_version = version;
+            // Its version follows from the version thread.
+            self.agent_version = None;
             // S9.4: what the previous program sent never reaches the next one's rules.
             self.signals.reset();
-        } else if version.is_some() {
-            self.agent_version = version;
         }
         let mut fx = self
             .tracker

@@ -5,10 +5,11 @@
 //! answer later as an event, and its loop never waits for `/proc`. The cheap look a pane gets on
 //! output (its first process's `stat` and children, which take no such lock) stays in the loop.
 //!
-//! The same thread finds the version of each process of the job where that is cheap
+//! A second thread finds the version of each process of a probed job
 //! ([`crate::process::version`]: a `package.json` beside its script or binary, else, for the
-//! agents' own commands, their `--version`, once per installed binary), so neither read nor run
-//! happens on the loop.
+//! agents' own commands, their `--version`, once per installed binary, up to 3 s each), so
+//! neither read nor run happens on the loop, and a slow `--version` never holds a probe: the
+//! probe's answer goes out at once and the versions follow as an answer of their own.
 //!
 //! Owns: which panes have a probe outstanding (a pane is probed once at a time; asking again
 //! while one runs is a no-op, and the answer reflects the moment it ran).
@@ -20,7 +21,7 @@ use tokio::sync::mpsc;
 
 use crate::ids::PaneId;
 use crate::process::foreground::{self, Foreground};
-use crate::process::identify::IdentityTable;
+use crate::process::identify::{IdentityTable, ProcInfo};
 use crate::process::version::VersionCache;
 
 /// Room for requests (one per pane at most, so the panes of a large server fit).
@@ -39,8 +40,22 @@ pub struct Probed {
     pub fg: Foreground,
     /// The children of its first process (the cheap look compares against these).
     pub children: String,
-    /// The versions found for processes of the job, by pid.
-    pub versions: Vec<(u32, String)>,
+}
+
+/// What the probe threads send back.
+#[derive(Debug)]
+pub enum Answer {
+    /// A probe's answer.
+    Probed(Probed),
+    /// The versions found for the processes of a probed job.
+    Versions {
+        /// The pane.
+        pane: PaneId,
+        /// Its first process, as probed.
+        pid: u32,
+        /// Version by process id.
+        versions: Vec<(u32, String)>,
+    },
 }
 
 /// The daemon's side of the probe thread.
@@ -53,11 +68,13 @@ pub struct Prober {
 
 impl Prober {
     /// Starts the probe thread; answers come on the returned channel.
-    pub fn start() -> std::io::Result<(Prober, mpsc::Receiver<Probed>)> {
+    pub fn start() -> std::io::Result<(Prober, mpsc::Receiver<Answer>)> {
         let (tx, mut rx) = mpsc::channel::<(PaneId, u32)>(QUEUE);
         let (out, answers) = mpsc::channel(QUEUE);
+        let (jobs, mut job_rx) = mpsc::channel::<(PaneId, u32, Vec<ProcInfo>)>(QUEUE);
+        let version_out = out.clone();
         std::thread::Builder::new()
-            .name("thinkterm-probe".into())
+            .name("thinkterm-version".into())
             .spawn(move || {
                 // `--version` runs only for the seed agents' own command names.
                 let commands = IdentityTable::builtin()
@@ -65,22 +82,39 @@ impl Prober {
                     .iter()
                     .flat_map(|s| s.process_names.iter().cloned())
                     .collect();
-                let mut versions = VersionCache::new(commands);
+                let mut cache = VersionCache::new(commands);
+                while let Some((pane, pid, procs)) = job_rx.blocking_recv() {
+                    let versions: Vec<(u32, String)> = procs
+                        .iter()
+                        .filter_map(|p| cache.version_of(p).map(|v| (p.pid, v)))
+                        .collect();
+                    if versions.is_empty() {
+                        continue;
+                    }
+                    let answer = Answer::Versions {
+                        pane,
+                        pid,
+                        versions,
+                    };
+                    if version_out.blocking_send(answer).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        std::thread::Builder::new()
+            .name("thinkterm-probe".into())
+            .spawn(move || {
                 while let Some((pane, pid)) = rx.blocking_recv() {
                     let fg = foreground::probe(pid);
-                    let found = fg
-                        .procs
-                        .iter()
-                        .filter_map(|p| versions.version_of(p).map(|v| (p.pid, v)))
-                        .collect();
+                    // Full: the versions of this job wait for the next probe.
+                    let _ = jobs.try_send((pane, pid, fg.procs.clone()));
                     let probed = Probed {
                         pane,
                         pid,
                         fg,
                         children: foreground::main_children(pid),
-                        versions: found,
                     };
-                    if out.blocking_send(probed).is_err() {
+                    if out.blocking_send(Answer::Probed(probed)).is_err() {
                         return;
                     }
                 }
@@ -151,6 +185,9 @@ mod tests {
             .await
             .expect("answered")
             .expect("open");
+        let Answer::Probed(a) = a else {
+            panic!("a probe's answer first: {a:?}");
+        };
         assert_eq!((a.pane, a.pid), (PaneId(1), me));
         p.answered(a.pane);
         assert!(!p.is_outstanding(PaneId(1)));
