@@ -864,18 +864,16 @@ fn flood_run(notes: usize) -> (String, Vec<u8>) {
 
     let mut outer = support::Tmux::new();
     let raw = env.path("raw");
-    let slowcat = env.path("slowcat.py");
-    std::fs::write(&slowcat, "import os,time\nwhile True:\n    b=os.read(0,1024)\n    if not b: break\n    os.write(1,b)\n    time.sleep(0.01)\n").unwrap();
     let attach = format!(
         "env -u TMUX TERM=xterm-256color tmux -L {} attach -t s",
         tmux.name
     );
-    // The client's terminal reads slowly (100 KiB/s, like ssh on a slow link): tmux's writes
-    // to it come out in parts, the case where a write landing between two parts would
-    // break a sequence of tmux's.
+    // The client's terminal reads slowly (about 100 KiB/s, like ssh on a slow link): tmux's
+    // writes to it come out in parts, the case where a write landing between two parts would
+    // break a sequence of tmux's. (perl is in every Debian; a python here would go through
+    // pyenv's shim, whose lock a killed process leaves behind.)
     let cmd = format!(
-        "script -qfc '{attach}' /dev/null | python3 {}",
-        slowcat.display()
+        "script -qfc '{attach}' /dev/null | perl -e 'while (sysread(STDIN, $b, 1024)) {{ syswrite(STDOUT, $b); select(undef, undef, undef, 0.01) }}'"
     );
     let outer_pane = outer.new_session("outer", Some(&cmd));
     outer.cmd(&[
