@@ -239,6 +239,7 @@ pub async fn agents(
         mut panes,
         mut windows,
         machines,
+        clients,
     } = reply
     else {
         anyhow::bail!("unexpected reply from the daemon: {reply:?}");
@@ -284,7 +285,8 @@ pub async fn agents(
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "schema": schema, "panes": panes, "windows": windows, "machines": machines
+                "schema": schema, "panes": panes, "windows": windows, "machines": machines,
+                "clients": clients
             }))?
         );
     } else {

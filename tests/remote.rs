@@ -547,3 +547,91 @@ fn the_bridge_says_when_no_daemon_runs_and_start_starts_one() {
     );
     let _ = std::process::Command::new("kill").arg(&pid).status();
 }
+
+/// Nested tmux: a local pane runs ssh into devbox's tmux (through the same sshd). The local
+/// daemon links that pane to devbox's client by the connection's ports, and the local window's
+/// mark follows the most urgent mark of the devbox session shown in it; `agents --json` says
+/// what the pane shows. A pane running the same ssh into devbox's shell only (no tmux client
+/// there) is not linked.
+#[test]
+fn a_local_pane_running_ssh_into_devbox_s_tmux_takes_the_devbox_mark() {
+    let sshd = Sshd::start();
+    let devbox = Devbox::start();
+    let mut l = local(&devbox, &sshd, true);
+    let d = Daemon::start(&l.env, &l.tmux);
+    d.wait_ready(&l.env, &l.tmux);
+    wait_for(20, "devbox reachable", || {
+        machine(&l.env, &l.tmux, "devbox").filter(|m| m["reachable"] == true)
+    });
+
+    let ssh = |remote: &str| {
+        let mut argv = vec!["ssh".to_string(), "-t".to_string()];
+        argv.extend(sshd.ssh_args());
+        argv.push("root@127.0.0.1".into());
+        argv.push(remote.to_string());
+        argv.iter()
+            .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // The nested one: devbox's tmux, session work (the agent's).
+    let nested = l.tmux.new_window(
+        "laptop",
+        Some(&ssh(&format!(
+            "tmux -L {} attach -t work",
+            devbox.tmux.name
+        ))),
+    );
+    // A plain ssh session into devbox, no tmux client there.
+    let plain = l.tmux.new_window("laptop", Some(&ssh("exec sleep 600")));
+    let nested_window = l.tmux.window_of(&nested);
+    let plain_window = l.tmux.window_of(&plain);
+    wait_for(20, "devbox lists the nested client", || {
+        devbox
+            .tmux
+            .cmd(&[
+                "list-clients",
+                "-F",
+                "#{client_control_mode} #{session_name}",
+            ])
+            .lines()
+            .any(|line| line == "0 work")
+            .then_some(())
+    });
+
+    // devbox's agent blocks: devbox's session work is marked for attention, and so is the
+    // local window showing it.
+    devbox.show("claude-code/2.1.328/008-blocked.txt");
+    let row = wait_for(20, "the nested pane shows devbox's work session", || {
+        l.env
+            .pane_row(&l.tmux, &nested)
+            .filter(|r| r["shows"]["mark"] == "attention")
+    });
+    assert_eq!(row["shows"]["machine"], "devbox", "{row}");
+    assert_eq!(row["shows"]["session"], "work", "{row}");
+    wait_for(20, "the local window takes the attention mark", || {
+        (l.tmux.window_option(&nested_window, "@thinkterm_mark") == "attention").then_some(())
+    });
+    assert_ne!(
+        l.tmux.window_option(&plain_window, "@thinkterm_mark"),
+        "attention",
+        "a plain ssh session is not linked"
+    );
+    assert!(l.env.pane_row(&l.tmux, &plain).unwrap()["shows"].is_null());
+
+    // devbox's agent goes idle: the local mark follows it down.
+    devbox.show("claude-code/2.1.328/001-idle.txt");
+    wait_for(20, "the local window's mark follows devbox's", || {
+        let m = l.tmux.window_option(&nested_window, "@thinkterm_mark");
+        (m != "attention" && !m.is_empty()).then_some(())
+    });
+    assert_eq!(
+        d.log_text()
+            .matches("pane shows a connected machine's tmux")
+            .count(),
+        1,
+        "{}",
+        d.log_text()
+    );
+    l.tmux.kill();
+}

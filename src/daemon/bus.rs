@@ -235,6 +235,7 @@ mod tests {
             panes: Vec::new(),
             windows: Vec::new(),
             machines: Vec::new(),
+            clients: Vec::new(),
         }
     }
 

@@ -57,6 +57,8 @@ pub(super) enum Done {
     Reloaded(Option<Box<Reloaded>>, Option<mpsc::Sender<Reply>>),
     /// The slow timer's look at the disk.
     Looked(SlowLook),
+    /// The ssh connections of local panes (nested tmux).
+    Nested(Vec<(PaneId, Vec<super::nested::Ports>)>),
 }
 
 /// The daemon.
@@ -77,6 +79,8 @@ pub(super) struct Daemon {
     pub(super) notifier: Notifier,
     /// Notifications written to the person's terminal.
     pub(super) terminal: TerminalNotes,
+    /// Local panes showing a connected machine's tmux.
+    pub(super) nested: super::nested::Nested,
     pub(super) sound: SoundPlayer,
     pub(super) bus: Bus,
     /// Connected machines.
@@ -151,6 +155,7 @@ impl Daemon {
             prober,
             windows: Windows::default(),
             terminal,
+            nested: Default::default(),
             notifier,
             sound,
             bus: Bus::default(),
@@ -252,6 +257,7 @@ impl Daemon {
     /// looked at off the loop, stuck probes and finished players reported and reaped.
     fn slow_tick(&mut self, now: Now) {
         self.probe_all(now, false);
+        self.start_nested_scan();
         self.prober.report_stuck(now.at);
         self.sound.reap();
         if !self.looking {
@@ -295,6 +301,7 @@ impl Daemon {
                     });
                 }
             }
+            Done::Nested(found) => self.on_nested_scan(now, found),
             Done::Looked(look) => {
                 self.looking = false;
                 if let Some(switches) = look.panel_switches {
@@ -511,7 +518,11 @@ impl Daemon {
         let (panes, windows) = self.machines.rows();
         snapshot::build(
             now,
-            &|w| self.windows.rollup.mark(w),
+            snapshot::Shown {
+                mark: &|w| self.shown_mark(w),
+                shows: &|p| self.pane_shows(p),
+                clients: self.nested.clients.clone(),
+            },
             self.window_rows(now),
             self.inventory(),
             &self.panes,
@@ -529,7 +540,11 @@ impl Daemon {
     pub(super) fn local_snapshot(&self, now: Now) -> Reply {
         snapshot::build(
             now,
-            &|w| self.windows.rollup.mark(w),
+            snapshot::Shown {
+                mark: &|w| self.shown_mark(w),
+                shows: &|p| self.pane_shows(p),
+                clients: self.nested.clients.clone(),
+            },
             self.window_rows(now),
             self.inventory(),
             &self.panes,

@@ -248,6 +248,7 @@ impl Daemon {
                     o.apply_clients(clients);
                 }
                 self.update_looked(now);
+                self.update_client_rows();
             }
             Err(e) => tracing::debug!(error = %e, "list-clients failed"),
         }

@@ -13,10 +13,10 @@ use crate::clock::Now;
 use crate::effects::notification::{NoteInput, NoteKind};
 use crate::ids::PaneId;
 use crate::ipc::schema::{
-    MachineRow, MachineSpec, NoteRequest, PaneRow, Reply, Request, WindowRow,
+    ClientRow, MachineRow, MachineSpec, NoteRequest, PaneRow, Reply, Request, WindowRow,
 };
 use crate::remote::link::{Link, LinkEvent, MachineIndex};
-use crate::state::Sound;
+use crate::state::{Sound, WindowMark};
 
 /// One connected machine.
 struct Machine {
@@ -29,6 +29,8 @@ struct Machine {
     logged: bool,
     panes: Vec<PaneRow>,
     windows: Vec<WindowRow>,
+    /// Its people's tmux clients (for nested links).
+    clients: Vec<ClientRow>,
     /// Requests sent to it, by id, with where their reply goes.
     pending: HashMap<u64, mpsc::Sender<Reply>>,
 }
@@ -94,6 +96,7 @@ impl Machines {
             logged: false,
             panes: Vec::new(),
             windows: Vec::new(),
+            clients: Vec::new(),
             pending: HashMap::new(),
         });
         Ok(())
@@ -108,6 +111,32 @@ impl Machines {
             windows.extend(m.windows.iter().cloned());
         }
         (panes, windows)
+    }
+
+    /// Every reachable machine's clients that came over ssh, with the machine's name.
+    pub fn ssh_clients(&self) -> Vec<(String, ClientRow)> {
+        self.list
+            .iter()
+            .filter(|m| m.reachable)
+            .flat_map(|m| {
+                m.clients
+                    .iter()
+                    .filter(|c| c.ssh_connection.is_some())
+                    .map(|c| (m.spec.name.clone(), c.clone()))
+            })
+            .collect()
+    }
+
+    /// The most urgent window mark of a machine's session (idle when unknown).
+    pub fn session_mark(&self, machine: &str, session: &str) -> WindowMark {
+        self.list
+            .iter()
+            .filter(|m| m.spec.name == machine && m.reachable)
+            .flat_map(|m| m.panes.iter())
+            .filter(|p| p.session_name == session)
+            .map(|p| p.window_mark)
+            .min()
+            .unwrap_or_default()
     }
 
     /// This computer and every machine, for the views.
@@ -173,6 +202,7 @@ impl Daemon {
             return;
         };
         let name = m.spec.name.clone();
+        let mut rescan = false;
         match event {
             LinkEvent::Up => {
                 if !m.reachable {
@@ -201,6 +231,7 @@ impl Daemon {
                     m.since = now.at;
                     m.panes.clear();
                     m.windows.clear();
+                    m.clients.clear();
                     self.changed = true;
                     for (_, tx) in m.pending.drain() {
                         let _ = tx.try_send(Reply::Error {
@@ -223,7 +254,20 @@ impl Daemon {
                 }
             }
             LinkEvent::Reply(None, reply) => match *reply {
-                Reply::Snapshot { panes, windows, .. } => {
+                Reply::Snapshot {
+                    panes,
+                    windows,
+                    clients,
+                    ..
+                } => {
+                    let ssh = |c: &[ClientRow]| {
+                        c.iter()
+                            .filter(|c| c.ssh_connection.is_some())
+                            .map(|c| (c.name.clone(), c.ssh_connection.clone()))
+                            .collect::<Vec<_>>()
+                    };
+                    rescan = ssh(&clients) != ssh(&m.clients);
+                    m.clients = clients;
                     m.panes = panes
                         .into_iter()
                         .map(|mut p| {
@@ -272,6 +316,12 @@ impl Daemon {
                 _ => {}
             },
         }
+        // Nested tmux: new clients over ssh there may be shown in a pane here; the marks of
+        // linked windows follow every change there.
+        if rescan {
+            self.start_nested_scan();
+        }
+        self.nested_marks(now);
     }
 
     /// Shows a notification a connected machine decided on, with this machine's switches.

@@ -30,6 +30,7 @@ mod flood;
 mod ipc_server;
 mod link;
 mod machines;
+mod nested;
 mod notifier;
 mod pane_drift;
 mod pane_flow;

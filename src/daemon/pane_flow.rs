@@ -248,7 +248,7 @@ impl Daemon {
             message: new.report.msg.clone(),
             kind: new.report.kind,
             progress: new.report.progress,
-            window_mark: self.windows.rollup.mark(info.window),
+            window_mark: self.shown_mark(info.window),
             machine: Some(self.machines.local_name.clone()),
         };
         tracing::debug!(pane = %pane, old = ?ev.old, new = ?ev.new, source = ?ev.source, "state change");

@@ -6,7 +6,8 @@ use super::panes::PaneEntry;
 use crate::clock::Now;
 use crate::ids::{PaneId, WindowId};
 use crate::ipc::schema::{
-    MachineRow, PaneRow, Reply, StateSource, WindowMark, WindowRow, SCHEMA_VERSION,
+    ClientRow, MachineRow, PaneRow, PaneShows, Reply, StateSource, WindowMark, WindowRow,
+    SCHEMA_VERSION,
 };
 use crate::process::identify::Identity;
 use crate::rules::Catalog;
@@ -25,10 +26,22 @@ pub struct Machines<'a> {
     pub list: Vec<MachineRow>,
 }
 
+/// What this computer's windows and panes show: each window's mark (its own, or a nested
+/// machine's), what a pane running ssh into a connected machine's tmux shows there, and the
+/// people's tmux clients.
+pub struct Shown<'a> {
+    /// A window's mark.
+    pub mark: &'a dyn Fn(WindowId) -> WindowMark,
+    /// A pane's nested link.
+    pub shows: &'a dyn Fn(PaneId) -> Option<PaneShows>,
+    /// This server's people's clients.
+    pub clients: Vec<ClientRow>,
+}
+
 /// The snapshot of everything now.
 pub fn build(
     now: Now,
-    mark: &dyn Fn(WindowId) -> WindowMark,
+    shown: Shown<'_>,
     windows: Vec<WindowRow>,
     inv: Option<&Inventory>,
     panes: &HashMap<PaneId, PaneEntry>,
@@ -87,8 +100,9 @@ pub fn build(
                 progress: st.and_then(|s| s.report.progress),
                 subtasks: st.map(|s| s.report.subtasks.clone()).unwrap_or_default(),
                 since_ms: st.map(|s| now.unix_ms_of(s.since)).unwrap_or(0),
-                window_mark: mark(p.window),
+                window_mark: (shown.mark)(p.window),
                 machine: Some(machines.local.to_string()),
+                shows: (shown.shows)(p.id),
             });
         }
     }
@@ -109,6 +123,7 @@ pub fn build(
         panes: rows,
         windows,
         machines: machines.list,
+        clients: shown.clients,
     }
 }
 

@@ -225,8 +225,8 @@ impl Daemon {
     }
 
     /// Sets `@thinkterm_mark` and `@thinkterm_icon` of a window and the summaries.
-    fn refresh_window_options(&mut self, now: Now, window: WindowId) {
-        let mark = self.windows.rollup.mark(window);
+    pub(super) fn refresh_window_options(&mut self, now: Now, window: WindowId) {
+        let mark = self.shown_mark(window);
         for argv in self.status.window(window, mark) {
             self.tmux_send(&argv);
         }
@@ -243,7 +243,7 @@ impl Daemon {
                 per_session
                     .entry(p.session)
                     .or_default()
-                    .push(self.windows.rollup.mark(p.window));
+                    .push(self.shown_mark(p.window));
             }
         }
         for argv in self.status.summaries(per_session) {
@@ -252,23 +252,22 @@ impl Daemon {
     }
 
     fn schedule_spinner(&mut self, now: Now) {
-        let running = self
-            .windows
-            .rollup
-            .marks()
-            .any(|(_, m)| m == WindowMark::Running);
+        let running = !self.running_windows().is_empty();
         self.status.schedule(now.at, self.pacing.reads(), running);
+    }
+
+    /// The windows whose shown mark is running (their own, or a nested machine's).
+    fn running_windows(&self) -> Vec<WindowId> {
+        let mut ws: BTreeSet<WindowId> = self.windows.rollup.marks().map(|(w, _)| w).collect();
+        ws.extend(self.nested_windows());
+        ws.into_iter()
+            .filter(|w| self.shown_mark(*w) == WindowMark::Running)
+            .collect()
     }
 
     /// The next spinner frame.
     pub(super) fn animate(&mut self, now: Now) {
-        let running: Vec<WindowId> = self
-            .windows
-            .rollup
-            .marks()
-            .filter(|(_, m)| *m == WindowMark::Running)
-            .map(|(w, _)| w)
-            .collect();
+        let running = self.running_windows();
         for argv in self.status.frame(&running) {
             self.tmux_send(&argv);
         }

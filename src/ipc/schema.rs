@@ -90,6 +90,33 @@ pub struct PaneRow {
     /// The machine the pane is on: this computer's name, or a connected machine's (S5.1).
     #[serde(default)]
     pub machine: Option<String>,
+    /// A pane running ssh into a connected machine's tmux: what it shows there.
+    #[serde(default)]
+    pub shows: Option<PaneShows>,
+}
+
+/// What a local pane running ssh into a connected machine's tmux shows there (nested tmux).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaneShows {
+    /// The machine.
+    pub machine: String,
+    /// The session its client shows.
+    pub session: String,
+    /// That session's most urgent window mark.
+    pub mark: WindowMark,
+}
+
+/// A person's tmux client of the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientRow {
+    /// Its name (tty).
+    pub name: String,
+    /// The session it shows.
+    pub session_name: String,
+    /// Its process's `SSH_CONNECTION` (`CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT`), when it
+    /// came over ssh.
+    #[serde(default)]
+    pub ssh_connection: Option<String>,
 }
 
 /// A window's rollup, as `agents --attention` and the notifications section list them.
@@ -317,6 +344,9 @@ pub enum Reply {
         /// support).
         #[serde(default)]
         machines: Vec<MachineRow>,
+        /// The people's tmux clients of this computer's server.
+        #[serde(default)]
+        clients: Vec<ClientRow>,
     },
     /// One state change (only after `Subscribe`).
     Event(StateEvent),

@@ -52,6 +52,7 @@ fn pane(id: u32, session: &str, state: Option<AgentState>, title: &str) -> PaneR
         since_ms: 0,
         window_mark: WindowMark::Idle,
         machine: None,
+        shows: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn model(panes: Vec<PaneRow>, o: ViewOptions) -> PanelModel {
     m.apply(
         Reply::Snapshot {
             machines: Vec::new(),
+            clients: Vec::new(),
             schema: SCHEMA_VERSION,
             panes,
             windows: vec![],
@@ -371,6 +373,7 @@ fn the_card_of_the_origin_windows_active_pane_is_raised() {
     m.apply(
         Reply::Snapshot {
             machines: Vec::new(),
+            clients: Vec::new(),
             schema: SCHEMA_VERSION,
             panes: vec![other, active, shell],
             windows: vec![],
@@ -560,6 +563,7 @@ fn the_notifications_section_lists_attention_and_done_windows_most_urgent_first(
     m.apply(
         Reply::Snapshot {
             machines: Vec::new(),
+            clients: Vec::new(),
             schema: SCHEMA_VERSION,
             panes,
             windows,
@@ -790,6 +794,7 @@ fn every_screen_draws_at_every_small_size_without_panicking() {
     m.apply(
         Reply::Snapshot {
             machines: Vec::new(),
+            clients: Vec::new(),
             schema: SCHEMA_VERSION,
             panes: vec![
                 p,

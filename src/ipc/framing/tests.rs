@@ -235,6 +235,7 @@ fn busy_pane(i: u32) -> PaneRow {
         since_ms: 1_760_000_000_000,
         window_mark: WindowMark::Running,
         machine: Some("devbox".into()),
+        shows: None,
     }
 }
 
@@ -243,6 +244,7 @@ fn busy_pane(i: u32) -> PaneRow {
 fn a_snapshot_of_hundreds_of_busy_panes_fits_many_times_over() {
     let snap = Reply::Snapshot {
         machines: Vec::new(),
+        clients: Vec::new(),
         schema: 1,
         panes: (0..500).map(busy_pane).collect(),
         windows: Vec::new(),
