@@ -56,6 +56,8 @@ pub struct Call {
     pub actions: Vec<String>,
     /// Hints.
     pub hints: HashMap<String, OwnedValue>,
+    /// When the server received it.
+    pub at: std::time::SystemTime,
 }
 
 #[derive(Default)]
@@ -84,6 +86,7 @@ impl Server {
             body,
             actions,
             hints,
+            at: std::time::SystemTime::now(),
         });
         self.next += 1;
         self.next
