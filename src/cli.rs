@@ -291,7 +291,8 @@ pub async fn agents(
         );
     } else {
         // The MACHINE column once there is more than this computer to tell apart.
-        print!("{}", table(&panes, machines.len() > 1));
+        let local = machines.iter().find(|m| m.local).map(|m| m.name.as_str());
+        print!("{}", table(&panes, machines.len() > 1, local));
         for m in machines.iter().filter(|m| !m.reachable) {
             println!(
                 "# {}: unreachable ({})",
@@ -303,7 +304,7 @@ pub async fn agents(
     Ok(())
 }
 
-fn table(panes: &[PaneRow], machines: bool) -> String {
+fn table(panes: &[PaneRow], machines: bool, local: Option<&str>) -> String {
     let head = format!(
         "{:<16} {:<20} {:<5} {:<14} {:<10} {:<8}\n",
         "SESSION", "WINDOW", "PANE", "PROCESS", "AGENT", "STATE"
@@ -335,10 +336,30 @@ fn table(panes: &[PaneRow], machines: bool) -> String {
             p.pane.to_string(),
             trunc(&process, 14),
             p.agent.as_deref().unwrap_or("-"),
-            p.state.map(|s| s.as_str()).unwrap_or("unknown"),
+            state_cell(p),
+        ));
+    }
+    for p in panes.iter().filter(|p| p.unrecognised) {
+        let name = match p.machine.as_deref() {
+            Some(m) if Some(m) != local => format!("{m}:{}", p.pane),
+            _ => p.pane.to_string(),
+        };
+        out.push_str(&format!(
+            "# {name}: * unrecognised, its rules do not match the screen (`thinkterm-sidecar explain {name}`)\n"
         ));
     }
     out
+}
+
+/// The STATE cell: the state, with `*` when the drift alarm says the rules no longer recognise
+/// the screen (the state then comes from the fallback).
+fn state_cell(p: &PaneRow) -> String {
+    let state = p.state.map(|s| s.as_str()).unwrap_or("unknown");
+    if p.unrecognised {
+        format!("{state}*")
+    } else {
+        state.to_string()
+    }
 }
 
 fn trunc(s: &str, n: usize) -> String {

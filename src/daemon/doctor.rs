@@ -97,8 +97,35 @@ impl Daemon {
                         .collect::<Vec<_>>()
                 })
                 .unwrap_or_default(),
+            "unrecognised": self.unrecognised_panes(),
             "log": crate::logging::sink().map(|s| s.describe()),
         });
         Reply::Value { value }
+    }
+}
+
+impl Daemon {
+    /// Panes of a known agent whose rules no longer recognise the screen (the drift alarm),
+    /// sorted by pane: the agent, its version when known, and why.
+    fn unrecognised_panes(&self) -> Vec<serde_json::Value> {
+        let mut out: Vec<_> = self
+            .panes
+            .iter()
+            .filter_map(|(id, p)| {
+                let agent = p.tracker.status().agent.clone()?;
+                let why = p.drift.unrecognised()?;
+                Some((
+                    id.0,
+                    json!({
+                        "pane": id.to_string(),
+                        "agent": agent,
+                        "version": p.agent_version,
+                        "reason": why.to_string(),
+                    }),
+                ))
+            })
+            .collect();
+        out.sort_by_key(|(id, _)| *id);
+        out.into_iter().map(|(_, v)| v).collect()
     }
 }

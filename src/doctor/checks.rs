@@ -37,6 +37,7 @@ pub fn all(f: &Facts) -> Vec<Check> {
         socket(f),
         machines(d),
         terminal_notifications(f, d),
+        drift(d),
     ]
 }
 
@@ -494,6 +495,41 @@ fn terminal_notifications(f: &Facts, d: Option<&Value>) -> Check {
             })),
         _ => c(Status::Info, "none configured".into()).detail(clients),
     }
+}
+
+/// The drift alarm: panes of a known agent whose rules no longer recognise the screen.
+fn drift(d: Option<&Value>) -> Check {
+    let c = |s, m: String| Check::new("drift", "agents recognised", s, m);
+    let Some(d) = d else {
+        return c(Status::Info, "the daemon is not running".into());
+    };
+    let Some(list) = d.get("unrecognised").and_then(Value::as_array) else {
+        return c(
+            Status::Info,
+            "the daemon does not report it (an older version)".into(),
+        );
+    };
+    if list.is_empty() {
+        return c(Status::Ok, "every agent's screen matches its rules".into());
+    }
+    let first = list[0]["pane"].as_str().unwrap_or("%0").to_string();
+    c(
+        Status::Warn,
+        format!("{} pane(s) unrecognised (states come from the fallback)", list.len()),
+    )
+    .detail(list.iter().map(|p| {
+        format!(
+            "{}: {}{}: {}",
+            p["pane"].as_str().unwrap_or("?"),
+            p["agent"].as_str().unwrap_or("?"),
+            p["version"].as_str().map(|v| format!(" {v}")).unwrap_or_default(),
+            p["reason"].as_str().unwrap_or("?")
+        )
+    }))
+    .fix(format!(
+        "the agent probably changed its screen: save it with `thinkterm-sidecar explain {first} --save DIR` \
+         and attach the two files to a bug report, or write an override rule (docs/rules.md)"
+    ))
 }
 
 #[cfg(test)]

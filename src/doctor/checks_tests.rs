@@ -44,6 +44,7 @@ fn healthy() -> Facts {
             "sound": {"enabled": true, "program": "/usr/bin/paplay", "off_because": null},
             "rules": {"agents": 10, "overrides": [], "rejected": []},
             "config": {"path": "/home/u/.config/thinkterm/config.toml", "warnings": []},
+            "unrecognised": [],
             "log": "/home/u/.local/state/thinkterm/daemon-default-1.log",
         })),
         socket: SocketFacts {
@@ -186,6 +187,30 @@ fn machines_and_terminal_notifications_light_up_when_the_daemon_reports_them() {
     assert_eq!(m.detail, ["laptop: ssh: connection refused"]);
     let t = check(&checks, "terminal_notifications");
     assert_eq!(t.detail, ["client /dev/pts/1: osc 777"]);
+}
+
+#[test]
+fn unrecognised_panes_are_a_warning_naming_agent_version_and_the_save_command() {
+    let mut f = healthy();
+    assert_eq!(check(&all(&f), "drift").status, Status::Ok);
+    if let DaemonFacts::Running(v) = &mut f.daemon {
+        v["unrecognised"] = json!([
+            {"pane": "%7", "agent": "claude", "version": "2.1.999", "reason": "no rule matched for 30 s"},
+            {"pane": "%9", "agent": "codex", "version": null, "reason": "flipped 10 times in 15 s"},
+        ]);
+    }
+    let d = check(&all(&f), "drift").clone();
+    assert_eq!(d.status, Status::Warn);
+    assert_eq!(
+        d.detail,
+        [
+            "%7: claude 2.1.999: no rule matched for 30 s",
+            "%9: codex: flipped 10 times in 15 s"
+        ]
+    );
+    assert!(d.fix.unwrap().contains("explain %7 --save"));
+    f.daemon = DaemonFacts::NotRunning("no socket".into());
+    assert_eq!(check(&all(&f), "drift").status, Status::Info);
 }
 
 #[test]

@@ -80,6 +80,25 @@ fn an_agent_drawing_a_layout_no_rule_knows_is_flagged_and_saved_as_a_fixture() {
         "{}",
         lines[0]
     );
+    // `doctor` lists it (a warning with the agent, its version and the fix); the table marks it.
+    let (_, out, _) = env.run(&tmux, &["doctor", "--json"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let check = doc["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == "drift"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no drift check: {doc}"));
+    assert_eq!(check["status"], "warn", "{check}");
+    let detail = check["detail"].to_string();
+    assert!(
+        detail.contains(&format!("{pane}: claude 2.1.999: no rule matched")),
+        "{check}"
+    );
+    let (code, out, _) = env.run(&tmux, &["agents"]);
+    assert_eq!(code, 0);
+    assert!(out.contains(" idle*"), "{out}");
+    assert!(out.contains(&format!("# {pane}: * unrecognised")), "{out}");
 
     // explain says why, and saves the pane as a fixture.
     let saved = env.path("saved");
