@@ -9,6 +9,7 @@ use crate::ipc::schema::{PaneRow, Reply, Request};
 use crate::ipc::{socket_path, Client};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 
+pub mod drive;
 mod screen_file;
 
 /// Watches every tmux pane and tells you which AI coding agent needs you.
@@ -86,6 +87,70 @@ pub enum Command {
         /// The pane (`%3`, or `MACHINE:%3`); default: the pane this runs in (`$TMUX_PANE`).
         #[arg(long)]
         pane: Option<crate::ids::PaneTarget>,
+    },
+    /// Print a pane's screen as text, after a line with its agent and state.
+    Read {
+        /// The pane: `%3`, `MACHINE:%3`, or `SESSION:WINDOW[.PANE]`.
+        pane: drive::PaneName,
+        /// Also this many lines of history before the screen.
+        #[arg(long, default_value_t = 0)]
+        lines: u32,
+        /// JSON: `{pane, agent, state, title, screen, …}`.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Type text into a pane, literally (key names such as `C-c` are text), then Enter. `-`
+    /// reads the text from standard input (a newline in it is Enter).
+    Send {
+        /// The pane: `%3`, `MACHINE:%3`, or `SESSION:WINDOW[.PANE]`.
+        pane: drive::PaneName,
+        /// The text (words are joined by spaces).
+        #[arg(required = true, allow_hyphen_values = true, trailing_var_arg = true)]
+        text: Vec<String>,
+        /// Do not press Enter after it.
+        #[arg(long)]
+        no_enter: bool,
+        /// First wait until the pane is idle (exit 3 after `--timeout`, nothing sent).
+        #[arg(long)]
+        when_idle: bool,
+        /// Seconds `--when-idle` waits.
+        #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+        timeout: f64,
+    },
+    /// Wait until a pane reaches a state; print its state line (`%3 claude idle`). Exit 0, 3
+    /// on timeout, 4 when the pane closes.
+    Wait {
+        /// The pane: `%3`, `MACHINE:%3`, or `SESSION:WINDOW[.PANE]`.
+        pane: drive::PaneName,
+        /// The state: `done` (a turn ended during the wait: working or blocked, then idle or
+        /// error; or a result nobody has seen yet), `idle`, `blocked`, `working`, `any-change`.
+        #[arg(long = "for", value_enum, default_value = "done")]
+        goal: drive::Goal,
+        /// Give up after this many seconds (exit 3).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+        /// Print the pane's row as JSON (`agents --json`'s schema).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a command in a new window (not selected) and print its pane id:
+    /// `thinkterm-sidecar start --name review -- claude`.
+    Start {
+        /// The session (default: the one this runs in).
+        #[arg(long)]
+        session: Option<String>,
+        /// The working directory (default: this one).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The window's name.
+        #[arg(long)]
+        name: Option<String>,
+        /// On this connected machine.
+        #[arg(long)]
+        machine: Option<String>,
+        /// The command and its arguments.
+        #[arg(required = true, last = true)]
+        command: Vec<String>,
     },
     /// One line for the status bar (`#(thinkterm-sidecar status)`); see `--format`.
     Status {

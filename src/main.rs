@@ -122,6 +122,54 @@ fn main() {
             Command::Notify { text, title, pane } => {
                 cli::notify(&cli, text, title.clone(), pane.clone()).await
             }
+            Command::Read { pane, lines, json } => {
+                cli::drive::read(&cli, pane, *lines, *json).await
+            }
+            Command::Send {
+                pane,
+                text,
+                no_enter,
+                when_idle,
+                timeout,
+            } => {
+                let text = cli::drive::send_text(text)?;
+                let limit = when_idle.then(|| std::time::Duration::from_secs_f64(timeout.max(0.0)));
+                let code = cli::drive::send(&cli, pane, &text, !*no_enter, limit).await?;
+                if code != 0 {
+                    std::process::exit(code);
+                }
+                Ok(())
+            }
+            Command::Wait {
+                pane,
+                goal,
+                timeout,
+                json,
+            } => {
+                let limit = timeout.map(|t| std::time::Duration::from_secs_f64(t.max(0.0)));
+                let code = cli::drive::wait(&cli, pane, *goal, limit, *json).await?;
+                if code != 0 {
+                    std::process::exit(code);
+                }
+                Ok(())
+            }
+            Command::Start {
+                session,
+                dir,
+                name,
+                machine,
+                command,
+            } => {
+                cli::drive::start(
+                    &cli,
+                    machine.clone(),
+                    session.clone(),
+                    dir.clone(),
+                    name.clone(),
+                    command.clone(),
+                )
+                .await
+            }
             Command::Status { format } => cli::status(&cli, format).await,
             Command::Doctor { json } => {
                 let code = thinkterm_sidecar::doctor::run(&cli, *json).await;

@@ -7,6 +7,8 @@ use support::{fixtures, script, wait_for, Daemon, Env, Tmux};
 
 #[path = "detection/drift_alarm.rs"]
 mod drift_alarm;
+#[path = "daemon/drive.rs"]
+mod drive;
 
 /// The path of a recorded fixture (`agent/version/file`), as the drawing agents read it; fails
 /// when it is missing.

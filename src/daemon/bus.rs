@@ -109,6 +109,11 @@ impl Bus {
         self.subs.len()
     }
 
+    /// Streams whose reader is still connected (`doctor` shows it).
+    pub fn open_streams(&self) -> usize {
+        self.subs.iter().filter(|s| !s.tx.is_closed()).count()
+    }
+
     /// Whether a follower takes this machine's notifications and sounds now.
     pub fn takes_notifications(&self) -> bool {
         self.subs.iter().any(|s| {

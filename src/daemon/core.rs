@@ -494,6 +494,67 @@ impl Daemon {
                 }
                 self.message(now, pane, title, body)
             }
+            Request::Read {
+                pane,
+                machine,
+                lines,
+            } => {
+                let ask = Request::Read {
+                    pane,
+                    machine: None,
+                    lines,
+                };
+                if !self.route(machine.as_deref(), ask, &m.reply) {
+                    self.read_pane(pane, lines, m.reply);
+                }
+                return;
+            }
+            Request::Send {
+                pane,
+                machine,
+                text,
+                enter,
+            } => {
+                let ask = Request::Send {
+                    pane,
+                    machine: None,
+                    text: text.clone(),
+                    enter,
+                };
+                if !self.route(machine.as_deref(), ask, &m.reply) {
+                    self.send_to_pane(now, pane, &text, enter, m.reply);
+                }
+                return;
+            }
+            Request::Start {
+                machine,
+                session,
+                near,
+                dir,
+                name,
+                command,
+            } => {
+                let ask = Request::Start {
+                    machine: None,
+                    session: session.clone(),
+                    // The caller's pane is on this computer, not there.
+                    near: None,
+                    dir: dir.clone(),
+                    name: name.clone(),
+                    command: command.clone(),
+                };
+                if !self.route(machine.as_deref(), ask, &m.reply) {
+                    let ask = super::drive::StartAsk {
+                        session,
+                        near,
+                        dir,
+                        name,
+                        command,
+                    };
+                    self.start_window(ask, m.reply);
+                }
+                return;
+            }
             Request::Doctor => self.doctor(),
         };
         let _ = m.reply.try_send(reply);

@@ -46,6 +46,7 @@ impl Daemon {
             "attached": obs.is_some(),
             "server_pid": obs.and_then(|o| o.server_identity().split(crate::tmux::command::SEP).next()?.parse::<u32>().ok()),
             "control_clients": obs.map_or(0, |o| o.connection_count()),
+            "streams": self.bus.open_streams(),
             "sessions": inv.map_or(0, |i| i.sessions.len()),
             "panes": inv.map_or(0, |i| i.panes.len()),
             "clients": inv.map_or(0, |i| i.people().count()),

@@ -26,6 +26,7 @@ mod bus;
 mod capture;
 mod core;
 mod doctor;
+mod drive;
 mod flood;
 mod ipc_server;
 mod link;

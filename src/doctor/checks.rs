@@ -128,8 +128,12 @@ fn daemon(f: &Facts, d: Option<&Value>) -> Check {
     detail.insert(
         0,
         format!(
-            "{} control client(s), {} session(s), {} pane(s), {} attached client(s)",
-            v["control_clients"], v["sessions"], v["panes"], v["clients"]
+            "{} control client(s), {} session(s), {} pane(s), {} attached client(s), {} stream(s) followed",
+            v["control_clients"],
+            v["sessions"],
+            v["panes"],
+            v["clients"],
+            v["streams"].as_u64().unwrap_or(0)
         ),
     );
     let summary = format!("pid {pid}, version {version}, {exe}");

@@ -258,6 +258,54 @@ pub enum Request {
     },
     /// What the daemon knows that `doctor` checks (a `Value`; `docs/schema.md`).
     Doctor,
+    /// A pane's visible screen as text (and the last `lines` lines of its history before it),
+    /// with its agent and state: a `Value` `{pane, agent, state, title, screen}`.
+    Read {
+        /// The pane.
+        pane: PaneId,
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
+        /// History lines before the visible screen (0: the screen only).
+        #[serde(default)]
+        lines: u32,
+    },
+    /// Types `text` into a pane literally (tmux `send-keys -l`: never read as key names; a
+    /// newline is Enter), then Enter when `enter`. The pane's results count as seen, as when
+    /// a person types there.
+    Send {
+        /// The pane.
+        pane: PaneId,
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
+        /// The text.
+        text: String,
+        /// Press Enter after it.
+        #[serde(default = "yes")]
+        enter: bool,
+    },
+    /// Starts a command in a new window (not selected: nobody's view changes) and answers a
+    /// `Value` `{pane, window, session}` naming it.
+    Start {
+        /// On this connected machine (None: this computer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        machine: Option<String>,
+        /// The session to add the window to, by name or `$N`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<String>,
+        /// Else the session of this pane (the caller's `$TMUX_PANE`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        near: Option<PaneId>,
+        /// The working directory.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        dir: Option<String>,
+        /// The window's name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// The command and its arguments (one word: run by the shell; several: run directly).
+        command: Vec<String>,
+    },
 }
 
 /// How to reach a machine's sidecar: a command whose stdin and stdout are that sidecar's
@@ -387,4 +435,9 @@ pub enum Reply {
         /// Each machine, this computer first.
         machines: Vec<MachineRow>,
     },
+}
+
+/// `true`: the default of a flag that is on unless a request turns it off.
+fn yes() -> bool {
+    true
 }
