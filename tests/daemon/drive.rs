@@ -124,17 +124,6 @@ fn send_waits_for_idle_on_request_wait_reports_a_closed_pane_and_start_runs_an_a
     );
     assert_eq!(screen.matches("-tail").count(), 1, "{screen}");
 
-    // `send --when-idle` to a pane that never becomes idle: exit 3, nothing typed.
-    let (code, _, err) = env.run(
-        &tmux,
-        &["send", "--when-idle", "--timeout", "1", &cat, "never"],
-    );
-    assert_eq!(code, 3, "{err}");
-    assert!(err.contains("did not become idle"), "{err}");
-    assert!(!tmux
-        .cmd(&["capture-pane", "-p", "-t", &cat])
-        .contains("never"));
-
     // `start` runs the argv in a new window of the named session, not selected; its pane id
     // is what it prints.
     let marker = env.path("started");
@@ -199,4 +188,15 @@ fn send_waits_for_idle_on_request_wait_reports_a_closed_pane_and_start_runs_an_a
     std::io::Read::read_to_string(waiting.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert_eq!(out.code(), Some(4), "{err}");
     assert!(err.contains(&format!("{started} closed")), "{err}");
+
+    // `send --when-idle` to a pane that never becomes idle: exit 3, nothing typed.
+    let (code, _, err) = env.run(
+        &tmux,
+        &["send", "--when-idle", "--timeout", "1", &cat, "never"],
+    );
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("did not become idle"), "{err}");
+    assert!(!tmux
+        .cmd(&["capture-pane", "-p", "-t", &cat])
+        .contains("never"));
 }
