@@ -18,6 +18,9 @@ use zbus::zvariant::OwnedValue;
 
 mod support;
 
+#[path = "effects/programs.rs"]
+mod programs;
+
 use support::desktop::{hint_str, lines, serve, stand_in, Bus, Call, Server, PATH};
 
 const DEADLINE: Duration = Duration::from_secs(10);

@@ -98,5 +98,9 @@ settings! {
         /// With terminal notifications, also ring the client terminal's bell (many terminals
         /// mark an unfocused window urgent on a bell).
         terminal_bell: bool = false;
+        /// Show the notifications that programs in panes send themselves (OSC 9, OSC 777 `notify`,
+        /// OSC 99), while their pane is not in front, at most 3 at once and one per 10 s after
+        /// that per pane.
+        program_notifications: bool = true;
     }
 }

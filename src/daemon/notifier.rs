@@ -15,8 +15,11 @@ use std::time::{Instant, SystemTime};
 use crate::effects::background::{is_background, BackgroundRule, ClientView};
 use crate::effects::desktop::Desktop;
 use crate::effects::notification::{self, DisplaySwitches, NoteInput};
+use crate::effects::program_notes::{self, RateLimit, Verdict};
 use crate::effects::throttle::Throttle;
+use crate::ids::PaneId;
 use crate::ids::WindowId;
+use crate::osc::Occasion;
 
 /// The display switches the panel saved, if it did, and when that file changed.
 #[derive(Debug, Default)]
@@ -32,6 +35,8 @@ pub struct Notifier {
     desktop: Option<Desktop>,
     desktop_entry: Option<String>,
     throttle: Throttle<NoteInput>,
+    /// Programs' own notifications, per pane.
+    programs: RateLimit,
     /// tmux reports focus (`focus-events on`).
     focus_events: bool,
     /// The config forces the "not shown" rule.
@@ -54,6 +59,7 @@ impl Notifier {
             desktop,
             desktop_entry,
             throttle: Throttle::default(),
+            programs: RateLimit::default(),
             focus_events: false,
             without_focus,
             config_switches,
@@ -113,6 +119,34 @@ impl Notifier {
         }
         let window = input.window;
         self.throttle.offer(now, window, input)
+    }
+
+    /// A program's own notification about `pane` in `window`: `None` when it is not wanted (its
+    /// pane is in front), else what the pane's rate limit says.
+    pub fn offer_program(
+        &mut self,
+        now: Instant,
+        clients: &[ClientView],
+        window: WindowId,
+        pane: PaneId,
+        occasion: Occasion,
+    ) -> Option<Verdict> {
+        if !program_notes::wanted(occasion, self.in_front(clients, window)) {
+            return None;
+        }
+        Some(self.programs.offer(now, pane))
+    }
+
+    /// A closed pane.
+    pub fn forget_pane(&mut self, pane: PaneId) {
+        self.programs.forget(pane);
+    }
+
+    /// Whether `window` is in front of the person (S6.5, the rule the sidecar's own
+    /// notifications follow).
+    pub fn in_front(&self, clients: &[ClientView], window: WindowId) -> bool {
+        let rule = BackgroundRule::choose(self.focus_events, self.without_focus);
+        !is_background(clients, window, rule)
     }
 
     /// Notifications whose throttle interval ended.

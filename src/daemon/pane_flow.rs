@@ -36,6 +36,9 @@ impl Daemon {
                 if out.probe {
                     self.request_probe(now, pane);
                 }
+                for note in out.notes {
+                    self.program_note(now, pane, note);
+                }
                 if wants {
                     self.captures.want(pane, now.at);
                 }
@@ -101,6 +104,7 @@ impl Daemon {
         for id in gone {
             self.panes.remove(&id);
             self.captures.forget(id);
+            self.notifier.forget_pane(id);
             self.rollup(now, RollupInput::PaneGone(id));
         }
         for id in found {

@@ -12,7 +12,7 @@ use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
 use crate::osc::user_var::UserVarOutcome;
-use crate::osc::{PaneSignals, PromptMark, Signal};
+use crate::osc::{PaneSignals, ProgramNotification, PromptMark, Signal};
 use crate::pane::{
     ForegroundInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportSummary,
     ScreenVerdict, Tracker, UserVarReport,
@@ -80,6 +80,8 @@ pub struct OutputOutcome {
     pub probe: bool,
     /// The title changed: the rules' title region must be evaluated again.
     pub title_changed: bool,
+    /// Notifications the program sent itself (OSC 9, 777, 99), in order.
+    pub notes: Vec<ProgramNotification>,
 }
 
 /// The program in a pane's foreground (not its shell), by process group.
@@ -318,6 +320,7 @@ impl PaneEntry {
                     self.prompt_pending = true;
                     out.probe = true;
                 }
+                Signal::Notification(n) => out.notes.push(n.clone()),
                 _ => {}
             }
         }

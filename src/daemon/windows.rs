@@ -18,8 +18,10 @@ use crate::clock::Now;
 use crate::effects::background::ClientView;
 use crate::effects::focus::{self, FocusTarget};
 use crate::effects::notification::{NoteInput, NoteKind};
+use crate::effects::program_notes::{self, Verdict};
 use crate::ids::{PaneId, SessionId, WindowId};
 use crate::ipc::schema::{Reply, WindowRow};
+use crate::osc::ProgramNotification;
 use crate::pane::PaneStatus;
 use crate::state::{Sound, WindowMark};
 use crate::thread::{persist, NotifyReason, Rollup, RollupEffect, RollupInput};
@@ -375,6 +377,60 @@ impl Daemon {
         Reply::Done {
             message: format!("Notified about {pane}."),
         }
+    }
+
+    /// A notification a program in `pane` sent itself (OSC 9, 777, 99): shown like a `notify`
+    /// message about that pane (a click focuses it; followers and terminals get it too) while
+    /// the pane is not in front, within the pane's rate limit
+    /// ([`crate::effects::program_notes`]).
+    pub(super) fn program_note(&mut self, now: Now, pane: PaneId, note: ProgramNotification) {
+        if !self.config.config.program_notifications {
+            return;
+        }
+        let Some(inv) = self.inventory() else { return };
+        let Some(info) = inv.panes.get(&pane) else {
+            return;
+        };
+        let window = info.window;
+        let window_name = format!("{}:{}", info.session_name, info.window_name);
+        let clients = client_views(inv);
+        match self
+            .notifier
+            .offer_program(now.at, &clients, window, pane, note.occasion)
+        {
+            None => {
+                tracing::debug!(%pane, "program notification not shown: its pane is in front");
+                return;
+            }
+            Some(Verdict::Drop { first: true }) => {
+                tracing::warn!(
+                    %pane,
+                    "dropping the notifications of the program in {pane}: more than {} at once \
+                     or one per {:?}",
+                    program_notes::BURST,
+                    program_notes::REFILL
+                );
+                return;
+            }
+            Some(Verdict::Drop { first: false }) => return,
+            Some(Verdict::Show { dropped }) => {
+                if dropped > 0 {
+                    tracing::info!(%pane, dropped, "program notifications shown again");
+                }
+            }
+        }
+        let input = NoteInput {
+            window_name,
+            window,
+            pane,
+            kind: NoteKind::Message,
+            title: note.title,
+            message: Some(note.body).filter(|b| !b.is_empty()),
+            waiting: None,
+            progress: None,
+            subtasks: Vec::new(),
+        };
+        self.deliver(now, &input);
     }
 
     /// Sends notes whose throttle interval ended.

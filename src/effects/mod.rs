@@ -16,6 +16,7 @@ pub mod background;
 pub mod desktop;
 pub mod focus;
 pub mod notification;
+pub mod program_notes;
 pub mod sound;
 pub mod terminal;
 pub mod throttle;

@@ -6,6 +6,7 @@
 //! is passed in. Deciding what a pane *is* from these signals belongs to `pane`.
 
 pub mod encode;
+pub mod kitty_notify;
 pub mod progress;
 pub mod records;
 pub mod scanner;
@@ -14,4 +15,4 @@ pub mod status_report;
 pub mod title;
 pub mod user_var;
 
-pub use signals::{PaneSignals, ProgramNotification, PromptMark, Signal};
+pub use signals::{Occasion, PaneSignals, ProgramNotification, PromptMark, Signal};

@@ -8,6 +8,7 @@
 //! some agents, e.g. Pi, draw their own prompt with 133 marks) and calls
 //! [`Records::end_ongoing`], and calls [`Records::mark_seen`] when the pane is looked at.
 
+use crate::osc::kitty_notify::{self, Assembler};
 use crate::osc::progress::{self, Progress};
 use crate::osc::records::Records;
 use crate::osc::scanner::{Event, Scanner};
@@ -28,13 +29,31 @@ pub enum PromptMark {
     D(Option<i32>),
 }
 
-/// A desktop notification a program asked for (OSC 9 text, OSC 777 `notify`).
+/// When a program wants its notification shown (OSC 99 `o`; OSC 9 and 777 say nothing, which
+/// is [`Occasion::Unfocused`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Occasion {
+    /// Even while its pane is in front.
+    Always,
+    /// Only while its pane is not in front (the default).
+    #[default]
+    Unfocused,
+    /// Only while its pane cannot be seen (for the sidecar: the same as `Unfocused`, a pane
+    /// is seen when its window is in front).
+    Invisible,
+}
+
+/// A desktop notification a program asked for (OSC 9 text, OSC 777 `notify`, OSC 99).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgramNotification {
-    /// Title (OSC 777 only).
+    /// Title (OSC 777 and 99).
     pub title: Option<String>,
     /// Body.
     pub body: String,
+    /// When to show it.
+    pub occasion: Occasion,
+    /// OSC 99 `u`: 0 low, 1 normal, 2 critical.
+    pub urgency: Option<u8>,
 }
 
 /// One thing a pane's output said, in order.
@@ -57,7 +76,7 @@ pub enum Signal {
     Title(String),
     /// An OSC 133 mark.
     PromptMark(PromptMark),
-    /// An OSC 9 / 777 notification.
+    /// An OSC 9, 777 or 99 notification (a 99 once its last chunk arrived).
     Notification(ProgramNotification),
     /// A bare BEL.
     Bell,
@@ -83,7 +102,8 @@ pub fn prompt_mark(payload: &[u8]) -> Option<PromptMark> {
     })
 }
 
-fn text(b: &[u8]) -> String {
+/// The text of a payload: UTF-8 (invalid bytes replaced), control characters dropped.
+pub(crate) fn plain(b: &[u8]) -> String {
     String::from_utf8_lossy(b)
         .chars()
         .filter(|c| !c.is_control())
@@ -95,9 +115,14 @@ fn text(b: &[u8]) -> String {
 pub fn notification(payload: &[u8]) -> Option<ProgramNotification> {
     if let Some(rest) = payload.strip_prefix(b"777;notify;") {
         let mut parts = rest.splitn(2, |&b| b == b';');
-        let title = parts.next().map(text);
-        let body = parts.next().map(text).unwrap_or_default();
-        return Some(ProgramNotification { title, body });
+        let title = parts.next().map(plain);
+        let body = parts.next().map(plain).unwrap_or_default();
+        return Some(ProgramNotification {
+            title,
+            body,
+            occasion: Occasion::Unfocused,
+            urgency: None,
+        });
     }
     let body = payload.strip_prefix(b"9;")?;
     let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
@@ -106,7 +131,9 @@ pub fn notification(payload: &[u8]) -> Option<ProgramNotification> {
     }
     Some(ProgramNotification {
         title: None,
-        body: text(body),
+        body: plain(body),
+        occasion: Occasion::Unfocused,
+        urgency: None,
     })
 }
 
@@ -118,6 +145,7 @@ pub struct PaneSignals {
     user_var: Option<AgentReport>,
     title: Option<String>,
     progress: Option<Progress>,
+    kitty: Assembler,
 }
 
 impl PaneSignals {
@@ -137,6 +165,7 @@ impl PaneSignals {
             user_var,
             title,
             progress,
+            kitty,
         } = self;
         scanner.feed(bytes, &mut |ev| {
             let sig = match ev {
@@ -159,7 +188,13 @@ impl PaneSignals {
                     payload,
                     terminator,
                     passthrough,
-                } => dispatch(payload, terminator, passthrough),
+                } => match payload.strip_prefix(b"99;") {
+                    // Chunks of one notification join across sequences.
+                    Some(_) => kitty_notify::parse(payload)
+                        .and_then(|c| kitty.push(c, now_unix))
+                        .map(Signal::Notification),
+                    None => dispatch(payload, terminator, passthrough),
+                },
             };
             let Some(sig) = sig else { return };
             match &sig {

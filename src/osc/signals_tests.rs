@@ -21,6 +21,8 @@ fn notifications() {
         Some(ProgramNotification {
             title: t.map(str::to_owned),
             body: b.into(),
+            occasion: Occasion::Unfocused,
+            urgency: None,
         })
     };
     assert_eq!(notification(b"9;Build finished"), n(None, "Build finished"));
@@ -170,4 +172,22 @@ fn title_and_progress_are_none_until_sent_and_reset_forgets_them() {
     assert!(!p.title_spinner());
     p.reset();
     assert_eq!((p.title(), p.progress()), (None, None));
+}
+
+#[test]
+fn kitty_notifications_join_across_sequences_and_split_reads() {
+    let mut s = PaneSignals::new();
+    let first = s.feed_collect(b"\x1b]99;i=1:d=0;Hello\x1b\\ some text ", 0);
+    assert!(!first.iter().any(|x| matches!(x, Signal::Notification(_))));
+    assert!(s.feed_collect(b"\x1b]99;i=1:p=body;Wor", 0).is_empty());
+    let last = s.feed_collect(b"ld\x1b\\", 0);
+    assert_eq!(
+        last,
+        [Signal::Notification(ProgramNotification {
+            title: Some("Hello".into()),
+            body: "World".into(),
+            occasion: Occasion::Unfocused,
+            urgency: None,
+        })]
+    );
 }
