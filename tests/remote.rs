@@ -281,6 +281,34 @@ fn every_view_spans_machines() {
         s.contains("Machines").then_some(s)
     });
     assert!(menu.contains("devbox") && menu.contains("laptop"), "{menu}");
+    // Driving devbox's pane from here: send types a frame's path into the drawing agent, wait
+    // sees the block arrive over the link, read returns devbox's screen.
+    let target = format!("devbox:{}", devbox.pane);
+    let blocked = support::fixtures::path("claude-code/2.1.328/008-blocked.txt");
+    let (code, out, err) = local.env.run(
+        &local.tmux,
+        &["send", &target, &blocked.display().to_string()],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = local.env.run(
+        &local.tmux,
+        &["wait", &target, "--for", "blocked", "--timeout", "15"],
+    );
+    assert_eq!(
+        (code, out.trim()),
+        (0, format!("{target} claude blocked").as_str()),
+        "{err}"
+    );
+    let (code, out, err) = local.env.run(&local.tmux, &["read", &target, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let read: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(read["state"], "blocked");
+    assert!(
+        read["screen"]
+            .as_str()
+            .is_some_and(|s| s.contains("Do you want")),
+        "{read}"
+    );
     drop(d);
 }
 
