@@ -6,6 +6,11 @@
 
 mod support;
 
+#[path = "faults/files.rs"]
+mod files;
+#[path = "faults/servers.rs"]
+mod servers;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};
