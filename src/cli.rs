@@ -198,6 +198,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Give Claude Code and Codex a skill and a session-start hook for driving the other panes
+    /// (run by the person; detection never needs it).
+    Skill {
+        /// What to do.
+        #[command(subcommand)]
+        action: crate::skill::SkillAction,
+    },
     /// Print shell completions for SHELL (generated from this command line).
     Completions {
         /// The shell.

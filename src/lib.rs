@@ -24,6 +24,8 @@
 //!   once per wake-up.
 //! - [`cli`]: the command-line interface; [`generate`]: its completions and man pages;
 //!   [`doctor`]: the checks of a first run.
+//! - [`skill`]: `skill setup`, the skill and session-start hook given to Claude Code and Codex
+//!   so that they can drive the other panes.
 //! - [`service`]: the daemon started in the background for one server and ending with it;
 //!   [`logging`]: where its log goes (terminal, journal, rotated file).
 
@@ -45,6 +47,7 @@ pub mod process;
 pub mod remote;
 pub mod rules;
 pub mod service;
+pub mod skill;
 pub mod state;
 pub(crate) mod thread;
 pub mod timer;

@@ -178,6 +178,7 @@ fn main() {
                 }
                 Ok(())
             }
+            Command::Skill { action } => thinkterm_sidecar::skill::run(&cli, action).await,
             Command::Panel { .. } | Command::Completions { .. } | Command::Man { .. } => Ok(()),
         }
     });

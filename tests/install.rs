@@ -3,7 +3,8 @@
 //! formats, keys, the status line seen through an outer tmux; the user's own formats left
 //! alone; a missing binary built with cargo in the background), `run --detach`, the journal's
 //! log lines, the generated completions and man page loaded by bash and man, and `doctor` on a
-//! healthy setup and with each thing broken in turn (tests/install/doctor.rs). The `.deb` test
+//! healthy setup and with each thing broken in turn (tests/install/doctor.rs), and `skill setup`
+//! with its hook (tests/install/skill.rs). The `.deb` test
 //! is `#[ignore]`d (it builds the release binary and installs the package): run it with
 //! `cargo test --test install -- --ignored`.
 #![allow(clippy::unwrap_used)]
@@ -13,6 +14,8 @@
 mod doctor;
 #[path = "install/rig.rs"]
 mod rig;
+#[path = "install/skill.rs"]
+mod skill;
 mod support;
 
 use std::process::{Command, Stdio};
