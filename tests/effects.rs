@@ -197,6 +197,52 @@ async fn done_and_waiting_play_their_files_without_overlap() {
     );
 }
 
+/// A player that hangs (the gate never opens) holds its sound for at most `MAX_PLAY`: the next
+/// request after that kills it and plays anew; at most one player per sound runs at any time,
+/// however many sounds are asked for.
+#[tokio::test]
+async fn a_hung_player_is_stopped_and_players_never_pile_up() {
+    use std::time::Instant;
+    use thinkterm_sidecar::effects::sound::player::MAX_PLAY;
+    let r = rig("paplay");
+    let mut p = SoundPlayer::new(SoundConfig::default(), setup(&r, false));
+    std::fs::write(&r.gate, "").expect("gate");
+    let t0 = Instant::now();
+    let Played::Started(first) = p.play_at(Sound::Waiting, t0) else {
+        panic!("not started");
+    };
+    assert!(wait_until(|| lines(&r.log).len() == 1).await);
+    for k in 1..100 {
+        assert_eq!(
+            p.play_at(Sound::Waiting, t0 + Duration::from_millis(k * 100)),
+            Played::Busy
+        );
+    }
+    let alive = |pid: u32| std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(alive(first));
+    let Played::Started(second) = p.play_at(Sound::Waiting, t0 + MAX_PLAY) else {
+        panic!("the hung player still holds the sound");
+    };
+    assert_ne!(second, first);
+    assert!(
+        wait_until(|| !alive(first)).await,
+        "the hung player was killed and reaped"
+    );
+    assert!(wait_until(|| lines(&r.log).len() == 2).await);
+    // One player per sound, never more: the players running now are exactly the second one.
+    let players: Vec<u32> = std::fs::read_dir("/proc")
+        .expect("proc")
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.contains(&r.dir.path().join("bin/paplay").display().to_string()))
+        })
+        .collect();
+    assert_eq!(players, [second]);
+    std::fs::remove_file(&r.gate).expect("open gate");
+}
+
 #[tokio::test]
 async fn pw_play_and_a_configured_file_are_used_as_given() {
     let r = rig("pw-play");

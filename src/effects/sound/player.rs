@@ -6,10 +6,14 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
 use super::{install_bundled, Sound, SoundConfig};
+
+/// Longest a player may run before it counts as hung.
+pub const MAX_PLAY: Duration = Duration::from_secs(15);
 
 /// The players tried, in order.
 pub const PLAYERS: [&str; 2] = ["paplay", "pw-play"];
@@ -79,7 +83,10 @@ pub struct SoundPlayer {
     sounds_dir: PathBuf,
     files: [Option<PathBuf>; 2],
     running: [Option<Child>; 2],
+    /// When each running player started.
+    started: [Option<Instant>; 2],
     warned: bool,
+    warned_hung: bool,
 }
 
 impl SoundPlayer {
@@ -92,7 +99,9 @@ impl SoundPlayer {
             sounds_dir: setup.sounds_dir,
             files: [None, None],
             running: [None, None],
+            started: [None, None],
             warned: false,
+            warned_hung: false,
         }
     }
 
@@ -160,6 +169,13 @@ impl SoundPlayer {
 
     /// Plays `sound` unless it is off, has no player, or still plays.
     pub fn play(&mut self, sound: Sound) -> Played {
+        self.play_at(sound, Instant::now())
+    }
+
+    /// [`SoundPlayer::play`] at `now`. A player still running [`MAX_PLAY`] after it started
+    /// hangs (the sounds last a second or two): it is killed and reaped, logged once, and the
+    /// sound plays anew; so a hung player never holds a sound for good, and never piles up.
+    pub fn play_at(&mut self, sound: Sound, now: Instant) -> Played {
         if !self.enabled {
             return Played::Disabled;
         }
@@ -167,7 +183,25 @@ impl SoundPlayer {
             return Played::NoPlayer;
         };
         if self.is_playing(sound) {
-            return Played::Busy;
+            let i = sound.index();
+            let hung =
+                self.started[i].is_some_and(|t| now.saturating_duration_since(t) >= MAX_PLAY);
+            if !hung {
+                return Played::Busy;
+            }
+            if let Some(mut child) = self.running[i].take() {
+                if !std::mem::replace(&mut self.warned_hung, true) {
+                    tracing::warn!(
+                        "the sound player (pid {}) still ran {MAX_PLAY:?} after it started; stopped it",
+                        child.id().unwrap_or(0)
+                    );
+                }
+                let _ = child.start_kill();
+                // Reaped off the caller: the kill is delivered at once, the wait is short.
+                tokio::spawn(async move {
+                    let _ = child.wait().await;
+                });
+            }
         }
         let Some(file) = self.file(sound) else {
             return Played::Failed;
@@ -183,6 +217,7 @@ impl SoundPlayer {
             Ok(child) => {
                 let pid = child.id().unwrap_or(0);
                 self.running[sound.index()] = Some(child);
+                self.started[sound.index()] = Some(now);
                 Played::Started(pid)
             }
             Err(e) => {
