@@ -1095,3 +1095,68 @@ fn terminal_notifications_during_a_flood_leave_the_client_s_screen_intact() {
     );
     eprintln!("{started} terminal notifications written of 1001 sent");
 }
+
+/// The session bus killed under the daemon and started again at the same address, a new
+/// notification server on it: the next notification arrives, the outage is logged once, and
+/// nothing else waited meanwhile (`agents` answers while the bus is down).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_bus_killed_and_restarted_gets_the_next_notification() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bus");
+    let bus = Bus::start_at(&path);
+    let (server, calls) = serve(&bus).await;
+    let mut tmux = support::Tmux::new();
+    let mut env = support::Env::new();
+    env.effects = true;
+    env.vars.push((
+        "DBUS_SESSION_BUS_ADDRESS".into(),
+        format!("unix:path={}", path.display()),
+    ));
+    env.vars.push(("THINKTERM_SOUND".into(), "false".into()));
+    let pane = tmux.new_session("proj", None);
+    let d = support::Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let notify = |text: &str| {
+        let (code, _, err) = env.run(&tmux, &["notify", "--pane", &pane, text]);
+        assert_eq!(code, 0, "{err}");
+    };
+    notify("one");
+    assert!(wait_until(|| calls.lock().unwrap().len() == 1).await);
+
+    // The bus goes away: notifications are lost, nothing else waits.
+    drop(server);
+    drop(bus);
+    notify("lost");
+    assert!(env.pane_row(&tmux, &pane).is_some(), "agents answers");
+    support::wait_for(10, "the outage to be logged", || {
+        d.log_text()
+            .contains("notifications unavailable")
+            .then_some(())
+    });
+
+    // A new bus at the same address, a new server: the next one arrives.
+    let bus2 = Bus::start_at(&path);
+    let (_server2, calls2) = serve(&bus2).await;
+    let started = std::time::Instant::now();
+    let mut sent = 0;
+    // Each `notify` is one try; the desktop task reconnects with its backoff.
+    while calls2.lock().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no notification after the bus came back; log:\n{}",
+            d.log_text()
+        );
+        notify(&format!("after {sent}"));
+        sent += 1;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(calls2.lock().unwrap()[0].body.starts_with("after "));
+    assert_eq!(calls.lock().unwrap().len(), 1);
+    let log = d.log_text();
+    assert_eq!(
+        log.matches("notifications unavailable").count(),
+        1,
+        "one line for the outage:\n{log}"
+    );
+    drop(bus2);
+}

@@ -20,10 +20,21 @@ pub struct Bus {
 }
 
 impl Bus {
+    /// Starts one listening at `unix:path=PATH` (so that a restarted bus has the old address).
+    pub fn start_at(path: &std::path::Path) -> Bus {
+        let _ = std::fs::remove_file(path);
+        Self::spawn(&[format!("--address=unix:path={}", path.display())])
+    }
+
     /// Starts one.
     pub fn start() -> Bus {
+        Self::spawn(&[])
+    }
+
+    fn spawn(extra: &[String]) -> Bus {
         let mut child = Command::new("dbus-daemon")
             .args(["--session", "--nofork", "--print-address"])
+            .args(extra)
             .stdout(Stdio::piped())
             .spawn()
             .expect("dbus-daemon starts");
