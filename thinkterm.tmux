@@ -11,8 +11,8 @@
 #     (sourcing the config again starts nothing), and it exits with the server;
 #   - adds the window icon to tmux's default window formats and the session summary to the
 #     default status-right (formats you set yourself are left alone), sets focus-events on;
-#   - binds prefix + a to the agents panel, and prefix + A to the window card when the binary
-#     has a `card` subcommand.
+#   - binds prefix + a to the agents panel, and prefix + A to the current window's card (a
+#     menu whose items go to the agents' panes) when the binary has a `card` subcommand.
 #
 # Options (set -g them before the plugin line), with their defaults:
 #   @thinkterm-bin           ""        the thinkterm-sidecar to use (default: found as above)
@@ -25,9 +25,12 @@
 #   @thinkterm-focus-events  on        set focus-events on (off: leave it)
 #   @thinkterm-panel-key     a         prefix + KEY opens the agents panel (off: no key)
 #   @thinkterm-panel-size    70%,80%   the panel popup's width,height
-#   @thinkterm-card-key      A         prefix + KEY opens the window card (off: no key;
+#   @thinkterm-card-key      A         prefix + KEY shows the current window's card (off: no key;
 #                                      bound only when `thinkterm-sidecar card` exists)
-#   @thinkterm-card-size     60%,50%   the card popup's width,height
+#   @thinkterm-card-style    menu      menu: a menu, each agent an item that goes to its pane;
+#                                      popup: the card in a popup until a key is pressed
+#   @thinkterm-card-size     60%,50%   the most of the client the menu takes (width,height), or
+#                                      the popup's size; agents that do not fit: `N more`
 #
 # Every command below gets its words as separate arguments; nothing from a pane is run.
 
@@ -188,6 +191,21 @@ bind_popup() { # KEY SIZE COMMAND
     tmux bind-key "$1" display-popup -E -w "$w" -h "$h" "$3"
 }
 
+# The window card on KEY: a menu on the client that pressed it (run in the background: tmux
+# waits for the menu to close; errors go to stdout, which tmux shows), or a popup. tmux fills in
+# the client and the window; nothing from a pane is in the command.
+bind_card() { # KEY BIN SOCKET
+    local size w h card
+    size="$(get @thinkterm-card-size 60%,50%)"
+    w="${size%,*}" h="${size#*,}"
+    card="$(q "$2") -S $(q "$3") card"
+    case "$(get @thinkterm-card-style menu)" in
+    popup) bind_popup "$1" "$size" "$card --hold '#{window_id}'" ;;
+    *) tmux bind-key "$1" run-shell -b \
+        "$card --menu --client #{q:client_name} --width $(q "$w") --height $(q "$h") '#{window_id}' 2>&1" ;;
+    esac
+}
+
 main() {
     local bin sock key found
     bin="$(find_bin)"
@@ -211,7 +229,7 @@ main() {
     fi
     key="$(get @thinkterm-card-key A)"
     if [ -n "$key" ] && [ "$key" != off ] && "$bin" card --help >/dev/null 2>&1; then
-        bind_popup "$key" "$(get @thinkterm-card-size 60%,50%)" "$(q "$bin") -S $(q "$sock") card"
+        bind_card "$key" "$bin" "$sock"
     fi
 
     if [ "$(get @thinkterm-autostart on)" = on ]; then

@@ -9,6 +9,7 @@ use crate::ipc::schema::{PaneRow, Reply, Request};
 use crate::ipc::{socket_path, Client};
 use crate::tmux::server::{ServerAddress, ServerChoice};
 
+pub mod card;
 pub mod drive;
 mod screen_file;
 
@@ -159,6 +160,9 @@ pub enum Command {
         #[arg(long, default_value = "{summary}")]
         format: String,
     },
+    /// A window's card (S4.3): its name, its agents and their states, as many as fit, then
+    /// `N more`; printed, as JSON, or as a tmux menu whose items go to the agents' panes.
+    Card(card::CardArgs),
     /// The agents panel (a TUI; made for `tmux display-popup -E`).
     Panel {
         /// The pane the panel was opened from (default `$TMUX_PANE`): its card is raised.

@@ -15,6 +15,7 @@
 //! - [`effects`]: what the person sees and hears: status-line options, desktop notifications,
 //!   sounds, focusing a pane.
 //! - [`panel`]: the agents panel TUI (ratatui), fed by the daemon's event stream.
+//! - [`card`]: the window card (S4.3), printed or shown as a tmux menu, from the panel's words.
 //! - [`ipc`]: the daemon's unix socket and its JSON-lines protocol, server and client.
 //! - [`remote`]: other machines' sidecars, reached over ssh (or any command) through
 //!   `thinkterm-sidecar bridge`.
@@ -29,6 +30,7 @@
 //! - [`service`]: the daemon started in the background for one server and ending with it;
 //!   [`logging`]: where its log goes (terminal, journal, rotated file).
 
+pub mod card;
 pub mod cli;
 pub(crate) mod clock;
 pub mod config;

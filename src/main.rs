@@ -118,6 +118,7 @@ fn main() {
             },
             Command::Explain(args) => cli::explain(&cli, args).await,
             Command::Report(args) => cli::report(args),
+            Command::Card(args) => cli::card::run(&cli, args).await,
             Command::Focus { pane, client } => cli::focus(&cli, pane.clone(), client.clone()).await,
             Command::Notify { text, title, pane } => {
                 cli::notify(&cli, text, title.clone(), pane.clone()).await

@@ -80,17 +80,17 @@ fn the_plugin_starts_one_daemon_per_server_which_ends_with_it() {
         key.contains("display-popup") && key.contains(&format!("-S '{}' panel", server.socket)),
         "{key}"
     );
-    let has_card = Command::new(BIN)
-        .args(["card", "--help"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap()
-        .success();
-    assert_eq!(
-        inner.try_cmd(&["list-keys", "-T", "prefix", "A"]).is_some(),
-        has_card,
-        "the card key is bound exactly when the binary has `card`"
+    // The binary has `card`: prefix + A shows the window card as a menu on the client that
+    // pressed it, sized to at most 60%x50% of it.
+    let key = inner.cmd(&["list-keys", "-T", "prefix", "A"]);
+    assert!(
+        key.contains("run-shell -b")
+            && key.contains(&format!(
+                "-S '{}' card --menu --client #{{q:client_name}}",
+                server.socket
+            ))
+            && key.contains("--width '60%' --height '50%' '#{window_id}'"),
+        "{key}"
     );
 
     // A person's client, seen through an outer tmux: the agent works, the spinner shows.
@@ -115,6 +115,24 @@ fn the_plugin_starts_one_daemon_per_server_which_ends_with_it() {
         screen.contains(" 1~ ").then_some(())
     });
 
+    // prefix + A, pressed in that client: the card of its window as a menu, the agent an item.
+    outer.cmd(&["send-keys", "-t", "outer", "C-b", "A"]);
+    let menu = wait_for(15, "the window card's menu in the client", || {
+        let screen = outer.cmd(&["capture-pane", "-p", "-t", "outer"]);
+        screen.contains(" · 1 agent ").then_some(screen)
+    });
+    let item = menu
+        .lines()
+        .find(|l| l.contains("(1)"))
+        .unwrap_or_else(|| panic!("an item for the agent:\n{menu}"));
+    assert!(item.contains('✳') && item.contains(SPINNER), "{menu}");
+    assert!(menu.contains("Working"), "{menu}");
+    outer.cmd(&["send-keys", "-t", "outer", "Escape"]);
+    wait_for(10, "the menu closed", || {
+        let screen = outer.cmd(&["capture-pane", "-p", "-t", "outer"]);
+        (!screen.contains(" · 1 agent ")).then_some(())
+    });
+
     // The server goes: so does its daemon.
     inner.kill();
     wait_for(15, "the daemon exits with its server", || {
@@ -134,6 +152,8 @@ fn the_plugin_leaves_the_users_own_formats_alone() {
     tmux.cmd(&["set", "-g", "status-right", "mine"]);
     tmux.cmd(&["set", "-g", "@thinkterm-autostart", "off"]);
     tmux.cmd(&["set", "-g", "@thinkterm-panel-key", "off"]);
+    tmux.cmd(&["set", "-g", "@thinkterm-card-style", "popup"]);
+    tmux.cmd(&["set", "-g", "@thinkterm-card-size", "50,12"]);
     tmux.cmd(&["run-shell", &plugin.display().to_string()]);
     let option = |o: &str| tmux.cmd(&["show-options", "-gv", o]).trim_end().to_string();
     assert_eq!(option("window-status-format"), "[#W]");
@@ -143,6 +163,12 @@ fn the_plugin_leaves_the_users_own_formats_alone() {
         "tmux's default current format gets the icon"
     );
     assert!(tmux.try_cmd(&["list-keys", "-T", "prefix", "a"]).is_none());
+    let card = tmux.cmd(&["list-keys", "-T", "prefix", "A"]);
+    assert!(
+        card.contains("display-popup -E -h 12 -w 50")
+            && card.contains("card --hold '#{window_id}'"),
+        "the card's popup style: {card}"
+    );
 
     tmux.cmd(&["set", "-g", "@thinkterm-window-icon", "on"]);
     tmux.cmd(&["run-shell", &plugin.display().to_string()]);

@@ -1,5 +1,6 @@
 //! The panel against a tiny fake daemon on a real unix socket: it subscribes, its model takes a
-//! snapshot and an event, and Enter sends Focus then Seen for the selected pane.
+//! snapshot and an event, and Enter sends Focus then Seen for the selected pane. The window card
+//! (`card`, its popup and its menu) on real tmux is in `tests/panel/card.rs`.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -86,6 +87,8 @@ fn the_panel_takes_a_snapshot_and_an_event_and_enter_sends_focus() {
     assert_eq!(seen, r#"{"request":"seen","pane":"%7"}"#);
 }
 
+#[path = "panel/card.rs"]
+mod card;
 mod support;
 
 /// The panel end to end on real tmux: agents in three sessions (two reporting through `report`,

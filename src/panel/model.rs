@@ -455,7 +455,7 @@ impl PanelModel {
 }
 
 /// Whether `p` is on another machine than `local` (this computer's name).
-fn remote(p: &PaneRow, local: Option<&str>) -> bool {
+pub fn remote(p: &PaneRow, local: Option<&str>) -> bool {
     match (&p.machine, local) {
         (Some(m), Some(l)) => m != l,
         _ => false,
