@@ -767,6 +767,9 @@ fn terminal_notifications_reach_the_client_in_each_protocol_and_wrapped_when_nes
     env.effects = true;
     let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
+    // A fixed window name: tmux's automatic-rename follows the pane's current command (the
+    // fake agent runs `cat` for each frame), and the notification carries the name it has then.
+    tmux.cmd(&["rename-window", "-t", &pane, "claude"]);
     tmux.new_session("home", None);
     write_config(
         &env,
