@@ -18,6 +18,11 @@
 //! - [`notifier`]: the throttle, the display switches, the focus facts, the desktop handle;
 //! - [`bus`]: the subscribers and their lag (followers: other sidecars);
 //! - [`machines`]: connected machines: their links, reachability, panes, pending requests;
+//! - [`nested`]: local panes running ssh into a connected machine's tmux, and the client each
+//!   shows there;
+//! - [`terminal`]: notes waiting for the person's attached client, and when each is written;
+//! - [`drive`]: `read`, `send` and `start` requests, answered off the core loop;
+//! - [`pane_drift`]: the drift alarm fed by each verdict;
 //! - [`ruleset`]: the rules in force and what the overrides folder held;
 //! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket;
 //!   [`doctor`]: what `doctor` asks the daemon.
