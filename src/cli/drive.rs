@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use crate::ids::{PaneId, PaneTarget};
-use crate::ipc::schema::{PaneRow, Reply, Request, StateEvent};
+use crate::ipc::schema::{MachineRow, PaneRow, Reply, Request, StateEvent};
 use crate::ipc::Client;
 use crate::state::AgentState;
 
@@ -370,6 +370,7 @@ async fn wait_on(
     let deadline = limit.map(|l| Instant::now() + l);
     c.send(&Request::Subscribe).await?;
     let mut waiter: Option<Waiter> = None;
+    let mut said_down = false;
     loop {
         let next = match deadline {
             Some(d) => {
@@ -394,6 +395,17 @@ async fn wait_on(
                     let local = machines.iter().find(|m| m.local).map(|m| m.name.clone());
                     Waiter::new(goal, t.clone(), local)
                 });
+                // A machine that does not answer lists no panes: its pane is not closed, it is
+                // out of sight until the link is back.
+                if machine_down(t, machines) {
+                    if !std::mem::replace(&mut said_down, true) {
+                        eprintln!(
+                            "{} is unreachable; waiting for it to come back",
+                            t.machine.as_deref().unwrap_or_default()
+                        );
+                    }
+                    continue;
+                }
                 if w.first.is_none() && !panes.iter().any(|r| w.mine(r.pane, r.machine.as_deref()))
                 {
                     anyhow::bail!("no pane {t}");
@@ -410,6 +422,15 @@ async fn wait_on(
             None => {}
         }
     }
+}
+
+/// Whether `t` is on a connected machine that does not answer now.
+pub fn machine_down(t: &PaneTarget, machines: &[MachineRow]) -> bool {
+    t.machine.as_deref().is_some_and(|name| {
+        machines
+            .iter()
+            .any(|m| m.name == name && !m.local && !m.reachable)
+    })
 }
 
 /// `wait`: returns the exit code.

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ids::{SessionId, WindowId};
-use crate::ipc::schema::{StateSource, WindowMark};
+use crate::ipc::schema::{MachineRow, StateSource, WindowMark};
 
 fn row(id: u32, state: Option<AgentState>) -> PaneRow {
     PaneRow {
@@ -213,4 +213,22 @@ fn the_state_line_names_the_machine_only_when_it_is_not_this_one() {
     let mut r = row(3, None);
     r.machine = Some("devbox".into());
     assert_eq!(state_line(&r, Some("laptop")), "devbox:%3 claude unknown");
+}
+
+#[test]
+fn a_pane_on_a_machine_that_does_not_answer_is_out_of_sight_not_closed() {
+    let m = |name: &str, local: bool, reachable: bool| MachineRow {
+        name: name.into(),
+        local,
+        reachable,
+        reason: None,
+        since_ms: 0,
+    };
+    let there: PaneTarget = "devbox:%3".parse().expect("pane");
+    let here: PaneTarget = "%3".parse().expect("pane");
+    let down = [m("laptop", true, true), m("devbox", false, false)];
+    let up = [m("laptop", true, true), m("devbox", false, true)];
+    assert!(machine_down(&there, &down));
+    assert!(!machine_down(&there, &up));
+    assert!(!machine_down(&here, &down));
 }
