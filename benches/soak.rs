@@ -30,6 +30,15 @@ use support::{fixtures, script, Daemon, Env, Tmux};
 const AGENTS_PER_SESSION: usize = 4;
 const SESSIONS: usize = 3;
 
+/// One `events --json` line: when, which pane, the state before and after.
+#[derive(Clone)]
+struct Ev {
+    t: u64,
+    pane: String,
+    old: Option<String>,
+    new: Option<String>,
+}
+
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
@@ -121,7 +130,7 @@ fn main() {
     let pid = d.child.id();
 
     // What the daemon says.
-    let events: Arc<Mutex<Vec<(u64, String, Option<String>, Option<String>)>>> = Arc::default();
+    let events: Arc<Mutex<Vec<Ev>>> = Arc::default();
     let mut follow = env
         .sidecar(&tmux, &["events", "--json"])
         .stdout(Stdio::piped())
@@ -137,12 +146,12 @@ fn main() {
                     continue;
                 };
                 if let (Some(p), Some(t)) = (v["pane"].as_str(), v["time_ms"].as_u64()) {
-                    events.lock().unwrap().push((
+                    events.lock().unwrap().push(Ev {
                         t,
-                        p.to_string(),
-                        v["old"].as_str().map(String::from),
-                        v["new"].as_str().map(String::from),
-                    ));
+                        pane: p.to_string(),
+                        old: v["old"].as_str().map(String::from),
+                        new: v["new"].as_str().map(String::from),
+                    });
                 }
             }
         });
@@ -213,10 +222,9 @@ fn main() {
 
     // Score the static agents.
     let events = events.lock().unwrap().clone();
-    let mut by_pane: BTreeMap<&str, Vec<&(u64, String, Option<String>, Option<String>)>> =
-        BTreeMap::new();
+    let mut by_pane: BTreeMap<&str, Vec<&Ev>> = BTreeMap::new();
     for e in &events {
-        by_pane.entry(e.1.as_str()).or_default().push(e);
+        by_pane.entry(e.pane.as_str()).or_default().push(e);
     }
     let (mut drawn, mut missed, mut duplicated) = (0usize, 0usize, 0usize);
     for (pane, log) in &panes {
@@ -238,17 +246,17 @@ fn main() {
             drawn += 1;
             let seen = evs
                 .iter()
-                .any(|e| e.0 >= *t && e.0 <= until + 1000 && e.3.as_deref() == Some(state));
+                .any(|e| e.t >= *t && e.t <= until + 1000 && e.new.as_deref() == Some(state));
             if !seen {
                 missed += 1;
             }
         }
         let mut last: Option<&str> = None;
         for e in &evs {
-            if e.2 == e.3 || (last.is_some() && last == e.3.as_deref()) {
+            if e.old == e.new || (last.is_some() && last == e.new.as_deref()) {
                 duplicated += 1;
             }
-            last = e.3.as_deref();
+            last = e.new.as_deref();
         }
     }
     let _ = follow.kill();
