@@ -6,6 +6,9 @@
 
 mod support;
 
+#[path = "faults/socket.rs"]
+mod socket;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -6,6 +6,7 @@ use tokio::net::UnixListener;
 use tokio::sync::mpsc;
 
 use crate::ipc::framing::{self, FrameError};
+use crate::ipc::peer;
 use crate::ipc::schema::{Reply, Request};
 use crate::ipc::{decode_request, write_tagged};
 
@@ -22,13 +23,26 @@ pub struct IpcMessage {
 /// requests, also after `Subscribe` (the panel subscribes and then asks for Focus on the same
 /// connection): one writer task per connection interleaves every request's replies. A request
 /// line longer than [`framing::MAX_REQUEST_LINE`] is answered with an error and the connection
-/// is closed once that error is written.
+/// is closed once that error is written. A peer of another uid is closed at once, unread
+/// ([`crate::ipc::peer`]).
 pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
+    let owner = peer::owner();
+    let mut refusals = peer::Refusals::default();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             tracing::warn!("socket accept failed; the socket stops serving");
             return;
         };
+        let cred = stream.peer_cred().ok();
+        let verdict = peer::judge(cred.map(|c| c.uid()), owner);
+        if verdict != peer::Verdict::Owner {
+            if let Some(unlogged) = refusals.refused(std::time::Instant::now()) {
+                let pid = cred.and_then(|c| c.pid());
+                tracing::warn!("{}", peer::refusal_line(verdict, pid, owner, unlogged));
+            }
+            drop(stream);
+            continue;
+        }
         let core = core.clone();
         tokio::spawn(async move {
             let (r, mut w) = stream.into_split();
