@@ -92,8 +92,11 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// Adds a subscriber; its queue is `tx` (made with [`QUEUE`] room).
+    /// Adds a subscriber; its queue is `tx` (made with [`QUEUE`] room). Subscribers that went
+    /// away since the last event are let go first: on a quiet server no event may come for
+    /// hours, and each keeps its queue's memory while it is listed.
     pub fn add(&mut self, tx: mpsc::Sender<Reply>, wants: Wants) {
+        self.prune();
         self.subs.push(Subscriber {
             tx,
             wants,
@@ -292,6 +295,21 @@ mod tests {
             next, 10_000,
             "every event is received or counted as dropped"
         );
+    }
+
+    /// Regression: subscribers that went away stayed listed, each with its queue, until the next
+    /// event; on a quiet server a thousand vanishing clients kept 2 MiB for good.
+    #[test]
+    fn a_new_subscriber_lets_go_of_those_that_went_away() {
+        let mut bus = Bus::default();
+        for _ in 0..100 {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            bus.add(tx, Wants::Events);
+            drop(rx);
+        }
+        let (tx, _rx) = mpsc::channel(QUEUE);
+        bus.add(tx, Wants::Events);
+        assert_eq!(bus.len(), 1);
     }
 
     #[test]
