@@ -2,17 +2,18 @@
 //! the daemon's core loop, which owns all state and answers through a channel.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags};
 use tokio::io::BufReader;
 use tokio::net::unix::OwnedReadHalf;
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::ipc::framing::{self, FrameError};
 use crate::ipc::peer;
 use crate::ipc::schema::{Reply, Request};
-use crate::ipc::{decode_request, write_tagged};
+use crate::ipc::{decode_request, encode_tagged, write_tagged};
 
 /// One request from a client, with the way back.
 #[derive(Debug)]
@@ -23,41 +24,90 @@ pub struct IpcMessage {
     pub reply: mpsc::Sender<Reply>,
 }
 
-/// Serves the socket until the listener fails. Each connection may send any number of
+/// Most connections served at once. One more is answered with an error and closed: each holds
+/// buffers and queues (see `docs/security.md` for what one may cost), and a client that opens
+/// connections without end would otherwise run the daemon out of memory or descriptors.
+pub const MAX_CONNECTIONS: usize = 512;
+/// Most replies waiting for a connection's writer. Small, so that a client that does not read
+/// is seen as behind by the subscriber queues ([`super::bus`]), which know what to drop.
+pub const OUT_QUEUE: usize = 16;
+/// Most requests of one connection in the daemon at once (their answers not yet handed to its
+/// writer); the next request is read when one is done.
+pub const MAX_IN_FLIGHT: usize = 8;
+/// Most streams (`subscribe`, `events`, `follow`) one connection may open.
+pub const MAX_STREAMS: usize = 2;
+/// How long the socket waits after `accept` failed (out of descriptors) before trying again.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// Serves the socket for as long as the daemon runs. Each connection may send any number of
 /// requests, also after `Subscribe` (the panel subscribes and then asks for Focus on the same
 /// connection): one writer task per connection interleaves every request's replies. A request
 /// line longer than [`framing::MAX_REQUEST_LINE`] is answered with an error and the connection
 /// is closed once that error is written. A peer of another uid is closed at once, unread
-/// ([`crate::ipc::peer`]).
+/// ([`crate::ipc::peer`]). A failed `accept` (the process is out of descriptors) is logged and
+/// tried again after [`ACCEPT_RETRY`]: the socket never stops serving.
 pub async fn serve(listener: UnixListener, core: mpsc::Sender<IpcMessage>) {
     let owner = peer::owner();
     let mut refusals = peer::Refusals::default();
+    let mut failures = peer::Refusals::default();
+    let mut crowded = peer::Refusals::default();
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            tracing::warn!("socket accept failed; the socket stops serving");
-            return;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                if let Some(unlogged) = failures.refused(Instant::now()) {
+                    tracing::warn!(
+                        "the socket could not accept a connection: {e}; trying again in {} ms \
+                         ({unlogged} more failures since the last such line)",
+                        ACCEPT_RETRY.as_millis()
+                    );
+                }
+                tokio::time::sleep(ACCEPT_RETRY).await;
+                continue;
+            }
         };
         let cred = stream.peer_cred().ok();
         let verdict = peer::judge(cred.map(|c| c.uid()), owner);
         if verdict != peer::Verdict::Owner {
-            if let Some(unlogged) = refusals.refused(std::time::Instant::now()) {
+            if let Some(unlogged) = refusals.refused(Instant::now()) {
                 let pid = cred.and_then(|c| c.pid());
                 tracing::warn!("{}", peer::refusal_line(verdict, pid, owner, unlogged));
             }
             drop(stream);
             continue;
         }
-        tokio::spawn(connection(stream, core.clone()));
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if let Some(unlogged) = crowded.refused(Instant::now()) {
+                tracing::warn!(
+                    "{MAX_CONNECTIONS} connections are open on the socket: one more was turned \
+                     away ({unlogged} more since the last such line)"
+                );
+            }
+            let message =
+                format!("the daemon serves {MAX_CONNECTIONS} connections at once; try again later");
+            if let Ok(line) = encode_tagged(None, &Reply::Error { message }) {
+                let _ = stream.try_write(&line);
+            }
+            continue;
+        };
+        tokio::spawn(connection(stream, core.clone(), slot));
     }
 }
 
-/// Serves one connection until the client goes away (see [`serve`]).
-async fn connection(stream: UnixStream, core: mpsc::Sender<IpcMessage>) {
+/// Serves one connection until the client goes away (see [`serve`]); `slot` is its place
+/// among [`MAX_CONNECTIONS`], given back when its socket closes.
+async fn connection(
+    stream: UnixStream,
+    core: mpsc::Sender<IpcMessage>,
+    slot: OwnedSemaphorePermit,
+) {
     let (r, mut w) = stream.into_split();
-    let (out_tx, mut out_rx) = mpsc::channel::<(Option<u64>, Reply)>(super::bus::QUEUE);
+    let (out_tx, mut out_rx) = mpsc::channel::<(Option<u64>, Reply)>(OUT_QUEUE);
     let close = Arc::new(Notify::new());
     let closed = close.clone();
     tokio::spawn(async move {
+        let _slot = slot;
         loop {
             tokio::select! {
                 biased;
@@ -77,6 +127,8 @@ async fn connection(stream: UnixStream, core: mpsc::Sender<IpcMessage>) {
             }
         }
     });
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut streams = 0;
     let mut reader = BufReader::new(r);
     let mut line = Vec::new();
     loop {
@@ -114,12 +166,28 @@ async fn connection(stream: UnixStream, core: mpsc::Sender<IpcMessage>) {
             request,
             Request::Subscribe | Request::Events | Request::Follow { .. }
         );
+        let permit = if streaming {
+            if streams == MAX_STREAMS {
+                let message =
+                    format!("bad request: this connection already has {MAX_STREAMS} streams open");
+                let _ = out_tx.send((id, Reply::Error { message })).await;
+                continue;
+            }
+            streams += 1;
+            None
+        } else {
+            match in_flight.clone().acquire_owned().await {
+                Ok(p) => Some(p),
+                Err(_) => return,
+            }
+        };
         let (tx, mut rx) = mpsc::channel(super::bus::QUEUE);
         if core.send(IpcMessage { request, reply: tx }).await.is_err() {
             return;
         }
         let out = out_tx.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             loop {
                 // A connection that closed drops `rx` at once: the core sees its queue closed.
                 let reply = tokio::select! {

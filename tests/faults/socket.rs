@@ -76,9 +76,13 @@ impl Prober {
         let (sock, flag) = (sock.to_path_buf(), stop.clone());
         let thread = std::thread::spawn(move || {
             let (mut n, mut worst) = (0, Duration::ZERO);
-            while !flag.load(Ordering::Relaxed) {
+            // At least one answer, however soon it is stopped.
+            loop {
                 worst = worst.max(time_agents(&sock));
                 n += 1;
+                if flag.load(Ordering::Relaxed) {
+                    break;
+                }
                 std::thread::sleep(Duration::from_millis(10));
             }
             (n, worst)
@@ -299,4 +303,275 @@ fn all_closed(pid: u32, before: usize) -> usize {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A file holding what `thinkterm-sidecar report --stdout` prints for `state`.
+fn report_file(env: &Env, state: &str) -> PathBuf {
+    let out = Command::new(env!("CARGO_BIN_EXE_thinkterm-sidecar"))
+        .args(["report", "--stdout", "--state", state, "--app", "burst"])
+        .output()
+        .unwrap()
+        .stdout;
+    let p = env.path(&format!("{state}.bin"));
+    std::fs::write(&p, out).unwrap();
+    p
+}
+
+/// A client that subscribes like the panel (events and a snapshot at every change) and then
+/// never reads, while a pane changes state 1000 times over 10 s beside 40 other panes (a
+/// snapshot is about 40 KiB): the daemon's memory grows by less than 3 MiB, and `agents` is
+/// answered meanwhile.
+///
+/// Regression: a snapshot was queued for it at every change, up to two thousand of them (its
+/// subscriber queue and its connection's, 1024 each): 10 MiB after 2000 changes here, and
+/// hundreds of MiB on a server with hundreds of panes. Now it holds at most a few before it
+/// has read them.
+#[test]
+fn a_subscriber_that_never_reads_holds_bounded_memory() {
+    const TRANSITIONS: u64 = 1_000;
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let (w, i) = (report_file(&env, "working"), report_file(&env, "idle"));
+    let burst = env.path("burst.sh");
+    crate::support::script(
+        &burst,
+        &format!(
+            "#!/bin/bash\nW=$(cat {}); I=$(cat {})\nmkfifo {f}; exec 9<>{f}\nread -r _\nfor ((n = 0; n < {}; n++)); do printf '%s' \"$W\"; read -rt 0.01 -u 9; printf '%s' \"$I\"; read -rt 0.01 -u 9; done\nexec sleep 300\n",
+            w.display(),
+            i.display(),
+            TRANSITIONS / 2,
+            f = env.path("pause").display()
+        ),
+    );
+    let pane = tmux.new_session("burst", Some(&burst.display().to_string()));
+    for _ in 0..40 {
+        tmux.new_window("burst:", Some("sleep 300"));
+    }
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "every pane is listed", || {
+        env.agents(&tmux)
+            .filter(|v| v["panes"].as_array().is_some_and(|p| p.len() == 41))
+    });
+    let sock = socket_of(&env);
+    let pid = d.child.id();
+    let rss_before = rss_kib(pid);
+    let mut stuck = UnixStream::connect(&sock).unwrap();
+    stuck.write_all(b"{\"request\":\"subscribe\"}\n").unwrap();
+    let prober = Prober::start(&sock);
+    let mut peak = rss_before;
+    tmux.type_line(&pane, "");
+    wait_for(120, "the burst is over", || {
+        peak = peak.max(rss_kib(pid));
+        env.pane_row(&tmux, &pane)
+            .filter(|r| r["fg_process"] == "sleep" && r["state"] == "idle")
+    });
+    let (answers, worst) = prober.finish();
+    let rss_after = rss_kib(pid);
+    peak = peak.max(rss_after);
+    eprintln!(
+        "a subscriber that never reads, {TRANSITIONS} transitions, 41 panes: RSS {rss_before} -> \
+         {rss_after} KiB (peak {peak}), {answers} agents answered meanwhile, slowest {worst:?}"
+    );
+    assert!(
+        answers > 0 && worst < PROMPT,
+        "{answers} answers, slowest {worst:?}"
+    );
+    assert!(
+        peak <= rss_before + 3 * 1024,
+        "RSS grew from {rss_before} to {peak} KiB"
+    );
+    drop(stuck);
+}
+
+/// A client sends a 100 MB request line (no newline) as fast as it can, while reading what
+/// comes back: it gets one error naming the cap, then the end of the stream; the daemon's
+/// memory does not grow by more than 2 MiB (the line is never held: 64 KiB is), and `agents`
+/// is answered meanwhile.
+#[test]
+fn a_100_mb_request_line_is_refused_without_holding_it() {
+    let (_tmux, _env, d, sock) = quiet_daemon();
+    let pid = d.child.id();
+    let rss_before = rss_kib(pid);
+    let prober = Prober::start(&sock);
+    let s = UnixStream::connect(&sock).unwrap();
+    let mut writer = s.try_clone().unwrap();
+    let sender = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 1 << 20];
+        let mut sent = 0usize;
+        while sent < 100 << 20 {
+            match writer.write(&chunk) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    let mut reader = s;
+    reader
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // The daemon closes with our bytes unread: after its answer, the end or a reset.
+    let mut got = Vec::new();
+    if let Err(e) = reader.read_to_end(&mut got) {
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    }
+    let answer = String::from_utf8_lossy(&got).into_owned();
+    let sent = sender.join().unwrap();
+    let (answers, worst) = prober.finish();
+    let rss_after = rss_kib(pid);
+    eprintln!(
+        "a 100 MB request line: {} KiB sent before the daemon closed, RSS {rss_before} -> \
+         {rss_after} KiB, {answers} agents answered meanwhile, slowest {worst:?}",
+        sent >> 10
+    );
+    let v: serde_json::Value = serde_json::from_str(answer.trim_end()).unwrap();
+    assert_eq!(v["reply"], "error", "{answer}");
+    assert_eq!(
+        v["message"],
+        "bad request: request line longer than the 65536-byte cap; closing the connection"
+    );
+    assert!(
+        sent < 100 << 20,
+        "the daemon stopped reading: {sent} bytes taken"
+    );
+    assert!(
+        answers > 0 && worst < PROMPT,
+        "{answers} answers, slowest {worst:?}"
+    );
+    assert!(
+        rss_after <= rss_before + 2048,
+        "RSS grew from {rss_before} to {rss_after} KiB"
+    );
+}
+
+/// One connection sends 100 000 requests without reading a reply: `agents`, and `events`
+/// over and over. The daemon reads on only as its answers are taken (a few requests in
+/// flight, a few replies queued), so its memory stays within 4 MiB; `agents` on another
+/// connection is answered meanwhile; and once the client reads, every reply it was owed
+/// comes, with its request's id (the third stream asked for and later ones refused).
+#[test]
+fn a_client_that_sends_without_reading_is_held_back() {
+    let (_tmux, _env, d, sock) = quiet_daemon();
+    let pid = d.child.id();
+    let rss_before = rss_kib(pid);
+    let prober = Prober::start(&sock);
+    let s = UnixStream::connect(&sock).unwrap();
+    let mut writer = s.try_clone().unwrap();
+    writer
+        .set_write_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut sent = 0u32;
+    for i in 0..100_000u32 {
+        let line = if i % 2 == 0 {
+            format!("{{\"request\":\"agents\",\"id\":{i}}}\n")
+        } else {
+            format!("{{\"request\":\"events\",\"id\":{i}}}\n")
+        };
+        if writer.write_all(line.as_bytes()).is_err() {
+            break; // The daemon stopped reading: held back.
+        }
+        sent += 1;
+    }
+    let rss_held = rss_kib(pid);
+    let (answers, worst) = prober.finish();
+    eprintln!(
+        "a client sending without reading: {sent} requests taken before it was held back, RSS \
+         {rss_before} -> {rss_held} KiB, {answers} agents answered meanwhile, slowest {worst:?}"
+    );
+    assert!(
+        sent < 100_000,
+        "the daemon read every request without answers being taken"
+    );
+    assert!(
+        answers > 0 && worst < PROMPT,
+        "{answers} answers, slowest {worst:?}"
+    );
+    assert!(
+        rss_held <= rss_before + 4096,
+        "RSS grew from {rss_before} to {rss_held} KiB"
+    );
+    // Now it reads: every `agents` is answered, the first two `events` open streams, every
+    // later one is refused; each reply carries its request's id.
+    let mut r = std::io::BufReader::new(s);
+    r.get_mut()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut seen = std::collections::HashSet::new();
+    let expected = sent - 2;
+    for _ in 0..expected {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut r, &mut line).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let id = v["id"].as_u64().unwrap();
+        match v["reply"].as_str() {
+            Some("snapshot") => assert_eq!(id % 2, 0, "{line}"),
+            Some("error") => {
+                assert!(id % 2 == 1 && id > 3, "{line}");
+                assert!(
+                    v["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("already has 2 streams open"),
+                    "{line}"
+                );
+            }
+            other => panic!("unexpected {other:?}: {line}"),
+        }
+        assert!(seen.insert(id), "answered twice: {line}");
+    }
+    assert_eq!(seen.len() as u32, expected);
+    drop(d);
+}
+
+/// Regression: when `accept` failed (the daemon out of descriptors) the socket stopped
+/// serving for good. The daemon is held to 40 descriptors and 60 clients connect and stay:
+/// once they leave, `agents` is answered again.
+#[test]
+fn running_out_of_descriptors_does_not_stop_the_socket() {
+    let (_tmux, _env, d, sock) = quiet_daemon();
+    let pid = d.child.id();
+    let limited = Command::new("prlimit")
+        .args([&format!("--pid={pid}"), "--nofile=40:40"])
+        .status()
+        .unwrap();
+    assert!(limited.success());
+    let clients: Vec<UnixStream> = (0..60)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    wait_for(10, "the daemon's descriptors run out", || {
+        d.log_text()
+            .contains("the socket could not accept a connection")
+            .then_some(())
+    });
+    drop(clients);
+    let took = wait_for(10, "agents is answered again", || {
+        std::panic::catch_unwind(|| time_agents(&sock)).ok()
+    });
+    assert!(took < PROMPT, "{took:?}");
+}
+
+/// More than [`MAX_CONNECTIONS`] clients at once: the one too many gets an error saying so
+/// and is closed; those within the limit are served, and once some leave, new ones are.
+#[test]
+fn connections_beyond_the_limit_are_told_so() {
+    let (_tmux, _env, _d, sock) = quiet_daemon();
+    let open: Vec<UnixStream> = (0..512)
+        .map(|_| UnixStream::connect(&sock).unwrap())
+        .collect();
+    let mut extra = UnixStream::connect(&sock).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = String::new();
+    extra.read_to_string(&mut answer).unwrap();
+    let v: serde_json::Value = serde_json::from_str(answer.trim_end()).unwrap();
+    assert_eq!(
+        v["message"],
+        "the daemon serves 512 connections at once; try again later"
+    );
+    drop(open);
+    wait_for(10, "a new client is served", || {
+        std::panic::catch_unwind(|| time_agents(&sock)).ok()
+    });
 }
