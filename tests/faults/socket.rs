@@ -388,6 +388,8 @@ fn a_subscriber_that_never_reads_holds_bounded_memory() {
 /// comes back: it gets one error naming the cap, then the end of the stream; the daemon's
 /// memory does not grow by more than 2 MiB (the line is never held: 64 KiB is), and `agents`
 /// is answered meanwhile.
+///
+/// It found no defect: the 64 KiB cap of the framing already held.
 #[test]
 fn a_100_mb_request_line_is_refused_without_holding_it() {
     let (_tmux, _env, d, sock) = quiet_daemon();
@@ -450,6 +452,10 @@ fn a_100_mb_request_line_is_refused_without_holding_it() {
 /// flight, a few replies queued), so its memory stays within 4 MiB; `agents` on another
 /// connection is answered meanwhile; and once the client reads, every reply it was owed
 /// comes, with its request's id (the third stream asked for and later ones refused).
+///
+/// Regression: each request was read at once and its answer waited in a task of its own, and
+/// every `events` added a subscriber: 51 825 requests in, RSS from 23 to 372 MiB, and `agents`
+/// on another connection took up to 1.6 s.
 #[test]
 fn a_client_that_sends_without_reading_is_held_back() {
     let (_tmux, _env, d, sock) = quiet_daemon();
