@@ -17,8 +17,6 @@ pub const QUEUE: usize = 1024;
 pub const LAG_RETRY: Duration = Duration::from_millis(50);
 /// A follower (another sidecar, often over ssh) gets a fresh snapshot at most this often.
 pub const FOLLOW_SNAPSHOTS: Duration = Duration::from_millis(500);
-/// A snapshot joins a subscriber's queue only while fewer replies than this wait there.
-pub const SNAPSHOT_BACKLOG: usize = 4;
 
 /// What a subscriber asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +52,9 @@ struct Subscriber {
     owed: bool,
     /// When a follower last got a snapshot.
     last: Option<Instant>,
+    /// How many replies were queued after the last snapshot queued here (None: none queued).
+    /// While more than that wait, that snapshot is still in the queue.
+    after_snapshot: Option<usize>,
 }
 
 impl Subscriber {
@@ -69,10 +70,10 @@ impl Subscriber {
         self.tx.max_capacity() - self.tx.capacity()
     }
 
-    /// Whether a snapshot may join the queue now: its reader is (nearly) caught up, and there
-    /// is room for a `lagged` marker before it.
+    /// Whether a snapshot may join the queue now: the last one queued has been taken (a queue
+    /// never holds two), and there is room for a `lagged` marker before it.
     fn has_room(&self) -> bool {
-        self.waiting() < SNAPSHOT_BACKLOG && self.tx.capacity() >= 2
+        self.tx.capacity() >= 2 && self.after_snapshot.is_none_or(|n| self.waiting() <= n)
     }
 
     /// Remembers a change for a subscriber that follows snapshots.
@@ -126,6 +127,7 @@ impl Bus {
             dropped: None,
             owed: false,
             last: None,
+            after_snapshot: None,
         });
     }
 
@@ -187,8 +189,7 @@ impl Bus {
     /// Sends a snapshot of `scope` to each subscriber owed one that can take it now: those who
     /// follow snapshots when something `changed` (followers at most every
     /// [`FOLLOW_SNAPSHOTS`]), and every lagged subscriber, after its `lagged` marker. A reader
-    /// that is behind (more than [`SNAPSHOT_BACKLOG`] replies waiting) gets no snapshot until it
-    /// has caught up, and then the latest: a snapshot holds every pane, and a panel stopped for
+    /// that has not yet taken the last snapshot gets no other until it has, and then the latest: a snapshot holds every pane, and a panel stopped for
     /// an hour would otherwise have a thousand of them queued.
     pub fn snapshot(&mut self, scope: Scope, snapshot: &Reply, changed: bool, now: Instant) {
         for s in self.subs.iter_mut().filter(|s| s.scope() == scope) {
@@ -206,6 +207,7 @@ impl Bus {
             }
             s.owed = false;
             s.last = Some(now);
+            s.after_snapshot = Some(0);
         }
         self.prune();
     }
@@ -228,7 +230,11 @@ fn offer(s: &mut Subscriber, reply: &Reply) {
         return;
     }
     match s.tx.try_send(reply.clone()) {
-        Ok(()) => {}
+        Ok(()) => {
+            if let Some(n) = &mut s.after_snapshot {
+                *n += 1;
+            }
+        }
         Err(TrySendError::Full(_)) => s.dropped = Some(1),
         Err(TrySendError::Closed(_)) => {}
     }
@@ -327,8 +333,8 @@ mod tests {
 
     /// Regression: a panel that stopped reading (suspended, or its terminal gone) had a snapshot
     /// queued at every change, up to a thousand of them, each holding every pane. Now it holds at
-    /// most [`SNAPSHOT_BACKLOG`] replies before a snapshot; the change is owed, and once it has
-    /// read, it gets the latest snapshot.
+    /// most one snapshot; the change is owed, and once it has taken that one, it gets the
+    /// latest.
     #[test]
     fn a_reader_that_is_behind_gets_the_latest_snapshot_once_caught_up() {
         let mut bus = Bus::default();
@@ -350,16 +356,33 @@ mod tests {
             .filter(|r| matches!(r, Reply::Snapshot { .. }))
             .count();
         assert_eq!(queued.len() - snapshots, 1000, "every event");
-        assert!(
-            snapshots <= SNAPSHOT_BACKLOG,
-            "{snapshots} snapshots queued"
-        );
+        assert!(snapshots <= 1, "{snapshots} snapshots queued");
         // Caught up: the owed snapshot goes now, with nothing new having changed.
         assert_eq!(bus.next_deadline(t), Some(t));
         assert!(bus.wants_snapshot(Scope::All, false, t));
         bus.snapshot(Scope::All, &snap(), false, t);
         assert!(matches!(rx.try_recv(), Ok(Reply::Snapshot { .. })));
         assert_eq!(bus.next_deadline(t), None);
+    }
+
+    /// A reader that keeps up gets a snapshot at every change at once, however many events came
+    /// before it in the same turn.
+    #[test]
+    fn a_reader_that_keeps_up_gets_every_snapshot_at_once() {
+        let mut bus = Bus::default();
+        let (tx, mut rx) = mpsc::channel(QUEUE);
+        bus.add(tx, Wants::EventsAndSnapshots);
+        let t = Instant::now();
+        for round in 0..3 {
+            for i in 0..20 {
+                bus.event(&done(i), true);
+            }
+            assert!(bus.wants_snapshot(Scope::All, true, t), "round {round}");
+            bus.snapshot(Scope::All, &snap(), true, t);
+            let got: Vec<Reply> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            assert_eq!(got.len(), 21, "round {round}");
+            assert!(matches!(got.last(), Some(Reply::Snapshot { .. })));
+        }
     }
 
     #[test]
