@@ -1,6 +1,9 @@
 //! The daemon under faults, on real tmux servers: the server stopped, killed or gone at the
 //! moment the daemon is told to stop, a pane respawned under it, a subscriber that reads slowly
-//! through a burst. Each test is the regression test of a defect that was found.
+//! through a burst; and the socket under hostile and broken clients (`faults/socket.rs`: another
+//! uid, a thousand vanishing clients, a 100 MB request line, clients that never read, descriptors
+//! running out). Each test is the regression test of a defect that was found, or says so
+//! when it found none.
 #![allow(clippy::unwrap_used)]
 #![allow(missing_docs)]
 
@@ -10,6 +13,8 @@ mod support;
 mod files;
 #[path = "faults/servers.rs"]
 mod servers;
+#[path = "faults/socket.rs"]
+mod socket;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Command;

@@ -156,20 +156,31 @@ pub fn load(path: Option<&Path>) -> Loaded {
 
 /// Loads from a file and an explicit environment (for tests).
 pub fn load_with(path: PathBuf, env: &[(String, String)]) -> Loaded {
+    match std::fs::read_to_string(&path) {
+        Ok(text) => load_text(path, Some(&text), env),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => load_text(path, None, env),
+        Err(e) => {
+            let warning = format!("{}: cannot read: {e}", path.display());
+            let mut l = load_text(path, None, env);
+            l.warnings.insert(0, warning);
+            l
+        }
+    }
+}
+
+/// Loads from the text of the file at `path` (None: there is no file) and an explicit
+/// environment. Pure: what the fuzz target `config` feeds.
+pub fn load_text(path: PathBuf, text: Option<&str>, env: &[(String, String)]) -> Loaded {
     let mut l = Loaded {
         config: Config::default(),
         sources: BTreeMap::new(),
         warnings: Vec::new(),
-        path: path.clone(),
+        path,
         sound_disabled_by_env: sound_disabled_in(env),
         machines: Vec::new(),
     };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => apply_file(&mut l, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => l
-            .warnings
-            .push(format!("{}: cannot read: {e}", path.display())),
+    if let Some(text) = text {
+        apply_file(&mut l, text);
     }
     for key in keys() {
         let var = env_var(&key.name);

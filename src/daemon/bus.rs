@@ -47,10 +47,14 @@ struct Subscriber {
     wants: Wants,
     /// Replies that did not fit since the last one that did (`Some` while lagging).
     dropped: Option<u64>,
-    /// A follower's snapshot is owed (something changed since the last one).
+    /// A snapshot is owed: something changed since the last one this subscriber got (it was
+    /// not due yet, or its reader was behind).
     owed: bool,
     /// When a follower last got a snapshot.
     last: Option<Instant>,
+    /// How many replies were queued after the last snapshot queued here (None: none queued).
+    /// While more than that wait, that snapshot is still in the queue.
+    after_snapshot: Option<usize>,
 }
 
 impl Subscriber {
@@ -61,23 +65,43 @@ impl Subscriber {
         }
     }
 
-    /// When this follower's owed snapshot may go.
-    fn owed_at(&self, now: Instant) -> Option<Instant> {
-        match (self.wants, self.owed) {
-            (Wants::Follow { .. }, true) => Some(self.owed_at_or(now)),
-            _ => None,
+    /// Replies queued and not yet taken by the connection.
+    fn waiting(&self) -> usize {
+        self.tx.max_capacity() - self.tx.capacity()
+    }
+
+    /// Whether a snapshot may join the queue now: the last one queued has been taken (a queue
+    /// never holds two), and there is room for a `lagged` marker before it.
+    fn has_room(&self) -> bool {
+        self.tx.capacity() >= 2 && self.after_snapshot.is_none_or(|n| self.waiting() <= n)
+    }
+
+    /// Remembers a change for a subscriber that follows snapshots.
+    fn note(&mut self, changed: bool) {
+        if changed && self.wants != Wants::Events {
+            self.owed = true;
         }
     }
 
-    fn wants_snapshot(&self, changed: bool, now: Instant) -> bool {
-        if self.dropped.is_some() {
-            return self.tx.capacity() >= 2;
+    /// When the owed snapshot may go (followers are paced); None when none is owed.
+    fn owed_at(&self, now: Instant) -> Option<Instant> {
+        if !self.owed && self.dropped.is_none() {
+            return None;
         }
-        match self.wants {
-            Wants::EventsAndSnapshots => changed,
-            Wants::Events => false,
-            Wants::Follow { .. } => (changed || self.owed) && self.owed_at_or(now) <= now,
-        }
+        let paced = match self.wants {
+            Wants::Follow { .. } if self.dropped.is_none() => self.owed_at_or(now),
+            _ => now,
+        };
+        Some(if self.has_room() {
+            paced
+        } else {
+            paced.max(now + LAG_RETRY)
+        })
+    }
+
+    /// Whether a snapshot should go to this subscriber now (after [`Subscriber::note`]).
+    fn wants_snapshot(&self, now: Instant) -> bool {
+        self.owed_at(now).is_some_and(|t| t <= now)
     }
 
     fn owed_at_or(&self, now: Instant) -> Instant {
@@ -92,14 +116,18 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// Adds a subscriber; its queue is `tx` (made with [`QUEUE`] room).
+    /// Adds a subscriber; its queue is `tx` (made with [`QUEUE`] room). Subscribers that went
+    /// away since the last event are let go first: on a quiet server no event may come for
+    /// hours, and each keeps its queue's memory while it is listed.
     pub fn add(&mut self, tx: mpsc::Sender<Reply>, wants: Wants) {
+        self.prune();
         self.subs.push(Subscriber {
             tx,
             wants,
             dropped: None,
             owed: false,
             last: None,
+            after_snapshot: None,
         });
     }
 
@@ -126,13 +154,16 @@ impl Bus {
         })
     }
 
-    /// Whether a snapshot of `scope` should be built now: someone follows snapshots of it, or
-    /// a lagged subscriber has room to be mended. `changed`: something changed since the last
-    /// turn.
-    pub fn wants_snapshot(&self, scope: Scope, changed: bool, now: Instant) -> bool {
-        self.subs
-            .iter()
-            .any(|s| s.scope() == scope && s.wants_snapshot(changed, now))
+    /// Whether a snapshot of `scope` should be built now: someone who follows snapshots is
+    /// owed one and can take it, or a lagged subscriber has room to be mended. `changed`:
+    /// something changed since the last turn (remembered for those who cannot take it yet).
+    pub fn wants_snapshot(&mut self, scope: Scope, changed: bool, now: Instant) -> bool {
+        let mut wanted = false;
+        for s in self.subs.iter_mut().filter(|s| s.scope() == scope) {
+            s.note(changed);
+            wanted |= s.wants_snapshot(now);
+        }
+        wanted
     }
 
     /// Sends an event to every subscriber; `local`: about this machine's own panes (followers
@@ -160,49 +191,36 @@ impl Bus {
         self.prune();
     }
 
-    /// Sends a snapshot of `scope`: to those who follow snapshots when `changed` (followers at
-    /// most every [`FOLLOW_SNAPSHOTS`]; one owed meanwhile goes when that passed), and to every
-    /// lagged subscriber that has room, after its `lagged` marker.
+    /// Sends a snapshot of `scope` to each subscriber owed one that can take it now: those who
+    /// follow snapshots when something `changed` (followers at most every
+    /// [`FOLLOW_SNAPSHOTS`]), and every lagged subscriber, after its `lagged` marker. A reader
+    /// that has not yet taken the last snapshot gets no other until it has, and then the latest: a snapshot holds every pane, and a panel stopped for
+    /// an hour would otherwise have a thousand of them queued.
     pub fn snapshot(&mut self, scope: Scope, snapshot: &Reply, changed: bool, now: Instant) {
         for s in self.subs.iter_mut().filter(|s| s.scope() == scope) {
-            if let Some(n) = s.dropped {
-                if s.tx.capacity() >= 2 {
-                    // Both fit: the marker and the snapshot that mends the gap.
-                    let _ = s.tx.try_send(Reply::Lagged { dropped: n });
-                    let _ = s.tx.try_send(snapshot.clone());
-                    s.dropped = None;
-                    s.owed = false;
-                    s.last = Some(now);
-                }
+            s.note(changed);
+            if !s.wants_snapshot(now) {
                 continue;
             }
-            match s.wants {
-                Wants::EventsAndSnapshots if changed => offer(s, snapshot),
-                Wants::Follow { .. } if changed || s.owed => {
-                    if s.owed_at_or(now) <= now {
-                        offer(s, snapshot);
-                        s.owed = false;
-                        s.last = Some(now);
-                    } else {
-                        s.owed = true;
-                    }
-                }
-                _ => {}
+            if let Some(n) = s.dropped {
+                // Both fit: the marker and the snapshot that mends the gap.
+                let _ = s.tx.try_send(Reply::Lagged { dropped: n });
+                let _ = s.tx.try_send(snapshot.clone());
+                s.dropped = None;
+            } else {
+                offer(s, snapshot);
             }
+            s.owed = false;
+            s.last = Some(now);
+            s.after_snapshot = Some(0);
         }
         self.prune();
     }
 
     /// When a subscriber should be looked at again though nothing happens: a lagged one, or
-    /// a follower whose snapshot is owed.
+    /// one owed a snapshot (a follower's next paced one, or one whose reader is behind).
     pub fn next_deadline(&self, now: Instant) -> Option<Instant> {
-        let lag = self
-            .subs
-            .iter()
-            .any(|s| s.dropped.is_some())
-            .then_some(now + LAG_RETRY);
-        let owed = self.subs.iter().filter_map(|s| s.owed_at(now)).min();
-        [lag, owed].into_iter().flatten().min()
+        self.subs.iter().filter_map(|s| s.owed_at(now)).min()
     }
 
     fn prune(&mut self) {
@@ -217,7 +235,11 @@ fn offer(s: &mut Subscriber, reply: &Reply) {
         return;
     }
     match s.tx.try_send(reply.clone()) {
-        Ok(()) => {}
+        Ok(()) => {
+            if let Some(n) = &mut s.after_snapshot {
+                *n += 1;
+            }
+        }
         Err(TrySendError::Full(_)) => s.dropped = Some(1),
         Err(TrySendError::Closed(_)) => {}
     }
@@ -299,6 +321,75 @@ mod tests {
         );
     }
 
+    /// Regression: subscribers that went away stayed listed, each with its queue, until the next
+    /// event; on a quiet server a thousand vanishing clients kept 2 MiB for good.
+    #[test]
+    fn a_new_subscriber_lets_go_of_those_that_went_away() {
+        let mut bus = Bus::default();
+        for _ in 0..100 {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            bus.add(tx, Wants::Events);
+            drop(rx);
+        }
+        let (tx, _rx) = mpsc::channel(QUEUE);
+        bus.add(tx, Wants::Events);
+        assert_eq!(bus.len(), 1);
+    }
+
+    /// Regression: a panel that stopped reading (suspended, or its terminal gone) had a snapshot
+    /// queued at every change, up to a thousand of them, each holding every pane. Now it holds at
+    /// most one snapshot; the change is owed, and once it has taken that one, it gets the
+    /// latest.
+    #[test]
+    fn a_reader_that_is_behind_gets_the_latest_snapshot_once_caught_up() {
+        let mut bus = Bus::default();
+        let (tx, mut rx) = mpsc::channel(QUEUE);
+        bus.add(tx, Wants::EventsAndSnapshots);
+        let t = Instant::now();
+        for i in 0..1000 {
+            bus.event(&done(i), true);
+            if bus.wants_snapshot(Scope::All, true, t) {
+                bus.snapshot(Scope::All, &snap(), true, t);
+            }
+        }
+        let mut queued = Vec::new();
+        while let Ok(r) = rx.try_recv() {
+            queued.push(r);
+        }
+        let snapshots = queued
+            .iter()
+            .filter(|r| matches!(r, Reply::Snapshot { .. }))
+            .count();
+        assert_eq!(queued.len() - snapshots, 1000, "every event");
+        assert!(snapshots <= 1, "{snapshots} snapshots queued");
+        // Caught up: the owed snapshot goes now, with nothing new having changed.
+        assert_eq!(bus.next_deadline(t), Some(t));
+        assert!(bus.wants_snapshot(Scope::All, false, t));
+        bus.snapshot(Scope::All, &snap(), false, t);
+        assert!(matches!(rx.try_recv(), Ok(Reply::Snapshot { .. })));
+        assert_eq!(bus.next_deadline(t), None);
+    }
+
+    /// A reader that keeps up gets a snapshot at every change at once, however many events came
+    /// before it in the same turn.
+    #[test]
+    fn a_reader_that_keeps_up_gets_every_snapshot_at_once() {
+        let mut bus = Bus::default();
+        let (tx, mut rx) = mpsc::channel(QUEUE);
+        bus.add(tx, Wants::EventsAndSnapshots);
+        let t = Instant::now();
+        for round in 0..3 {
+            for i in 0..20 {
+                bus.event(&done(i), true);
+            }
+            assert!(bus.wants_snapshot(Scope::All, true, t), "round {round}");
+            bus.snapshot(Scope::All, &snap(), true, t);
+            let got: Vec<Reply> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+            assert_eq!(got.len(), 21, "round {round}");
+            assert!(matches!(got.last(), Some(Reply::Snapshot { .. })));
+        }
+    }
+
     #[test]
     fn snapshots_go_only_to_those_who_follow_them() {
         let mut bus = Bus::default();
@@ -307,11 +398,12 @@ mod tests {
         bus.add(a, Wants::EventsAndSnapshots);
         bus.add(b, Wants::Events);
         let t = Instant::now();
+        assert!(!bus.wants_snapshot(Scope::All, false, t), "nothing changed");
         assert!(bus.wants_snapshot(Scope::All, true, t));
-        assert!(!bus.wants_snapshot(Scope::All, false, t));
         bus.snapshot(Scope::All, &snap(), true, t);
         assert!(matches!(ra.try_recv(), Ok(Reply::Snapshot { .. })));
         assert!(rb.try_recv().is_err());
+        assert!(!bus.wants_snapshot(Scope::All, false, t), "nothing owed");
         drop(ra);
         bus.event(&done(1), true);
         assert_eq!(bus.len(), 1, "a closed subscriber goes");

@@ -1,9 +1,10 @@
 //! The daemon's unix socket and its JSON-lines protocol: one socket per tmux server in
-//! `$XDG_RUNTIME_DIR/thinkterm/` (directory 0700, socket 0600), a request line in, reply lines
-//! out. [`schema`] holds the vocabulary, [`framing`] the lines and their caps; this module binds
-//! and connects.
+//! `$XDG_RUNTIME_DIR/thinkterm/` (directory 0700, socket 0600, and only peers of our own uid:
+//! [`peer`]), a request line in, reply lines out. [`schema`] holds the vocabulary, [`framing`]
+//! the lines and their caps; this module binds and connects.
 
 pub mod framing;
+pub mod peer;
 pub mod schema;
 
 use std::io;
