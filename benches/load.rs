@@ -12,7 +12,8 @@
 //!   of the 50-pane load;
 //! - `--window SECS` (also `--duration`, `LOAD_DURATION`), `--rounds N`, `--quick`
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
-//! - `--ab PATH`: A/B, this build against the sidecar binary at PATH, in alternating windows
+//! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
+//!   at PATH, in alternating windows
 //!   (no poller); `--no-poller`;
 //! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand).
 //!
@@ -61,6 +62,8 @@ struct Options {
     window: Duration,
     rounds: usize,
     ab: Option<PathBuf>,
+    /// The sidecar binary measured as A (default: this build).
+    a: Option<PathBuf>,
     poller: bool,
     hold: bool,
 }
@@ -76,6 +79,7 @@ fn options(args: &[String]) -> Options {
         window: Duration::ZERO,
         rounds: 0,
         ab: None,
+        a: None,
         poller: true,
         hold: false,
     };
@@ -97,6 +101,7 @@ fn options(args: &[String]) -> Options {
                 rounds = Some(it.next().and_then(|v| v.parse().ok()).expect("--rounds N"))
             }
             "--ab" => o.ab = Some(PathBuf::from(it.next().expect("--ab PATH"))),
+            "--a" => o.a = Some(PathBuf::from(it.next().expect("--a PATH"))),
             _ => {} // `--bench` and criterion-style flags cargo passes
         }
     }
@@ -166,9 +171,13 @@ fn main() {
     } else {
         world::standard()
     };
-    let this = PathBuf::from(env!("CARGO_BIN_EXE_thinkterm-sidecar"));
+    let this =
+        o.a.clone()
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_thinkterm-sidecar")));
     let mut kinds = vec![Kind::Sidecar {
-        label: if o.ab.is_some() {
+        label: if let Some(a) = &o.a {
+            format!("sidecar A ({})", a.display())
+        } else if o.ab.is_some() {
             "sidecar A (this build)".into()
         } else {
             "sidecar".into()
@@ -201,7 +210,7 @@ fn main() {
         load.static_panes.len()
     );
     println!(
-        "load ({}): tmux -L {} with {} panes in {} sessions ({} fake agents: {}; 1 streaming pane at {} KiB/s; {} idle shells){}; {} round(s) of {:.0} s windows",
+        "load ({}): tmux -L {} with {} panes in {} sessions ({} fake agents: {}; 1 streaming pane at {} KiB/s; {} idle shells; a person's client showing s0){}; {} round(s) of {:.0} s windows",
         spec.name,
         load.server,
         load.static_panes.len(),
@@ -396,9 +405,10 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
 
 fn print_score(who: &str, s: &Score) {
     println!(
-        "- {who}: {} transitions, {} missed; p50 {}, p95 {}, max {}",
+        "- {who}: {} transitions, {} missed, {} seen before the write that completes them (0 ms); p50 {}, p95 {}, max {}",
         s.total,
         s.missed.len(),
+        s.early,
         ms(pct(&s.latencies_ms, 0.5)),
         ms(pct(&s.latencies_ms, 0.95)),
         ms(s.latencies_ms

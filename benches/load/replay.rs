@@ -183,6 +183,9 @@ pub fn replay(args: &[String]) -> ! {
                 // We were stopped (SIGSTOP) or starved: keep the pace from here, no burst.
                 base += now - due;
             }
+            // The instant the write begins: a big write (Gemini CLI's 278 KB redraw) takes tmux a
+            // while to read, and the screen changes state somewhere in it.
+            let began = unix_ms();
             if s.reset {
                 let _ = out.write_all(b"\x1bc");
             }
@@ -195,7 +198,7 @@ pub fn replay(args: &[String]) -> ! {
             };
             if let (Some((state, label)), Some(log)) = (label, log.as_mut()) {
                 if due >= start {
-                    let _ = writeln!(log, "{} {state} {label}", unix_ms());
+                    let _ = writeln!(log, "{began} {state} {label}");
                     let _ = log.flush();
                 }
             }

@@ -1,5 +1,6 @@
 //! Scoring detections against the replayers' logs: for each labelled transition, the first
-//! detection of the new state on its pane at or after it and before the pane's next
+//! detection of the new state on its pane at or after it (or up to 2 s before, but after the
+//! previous transition: a status report can lead its screen) and before the pane's next
 //! transition; none = missed.
 
 use std::collections::BTreeMap;
@@ -22,6 +23,9 @@ pub struct Score {
     pub by_agent: BTreeMap<String, Vec<u64>>,
     pub missed: Vec<String>,
     pub total: usize,
+    /// Detections that came before the labelled write began (a status report sent ahead of
+    /// the screen it belongs to): scored as 0 ms.
+    pub early: usize,
 }
 
 impl Score {
@@ -36,6 +40,7 @@ impl Score {
         }
         self.missed.extend(other.missed);
         self.total += other.total;
+        self.early += other.early;
         self.sort();
     }
 
@@ -47,6 +52,10 @@ impl Score {
         }
     }
 }
+
+/// How long before its labelled write a detection may come and still count: an agent's status
+/// report can go out in the chunks before the frame whose screen shows the new state.
+const EARLY_MS: u64 = 2000;
 
 /// Labelled transitions written in `[from, to)` on the agents `which` accepts, by pane (with
 /// the agent's fixture).
@@ -90,11 +99,20 @@ pub fn score(
         for (i, (t, state, label)) in list.iter().enumerate() {
             s.total += 1;
             let until = list.get(i + 1).map(|n| n.0).unwrap_or(end_ms);
+            // From the previous transition on (it went to another state), at most EARLY_MS
+            // before this one's write.
+            let from = t
+                .saturating_sub(EARLY_MS)
+                .max(if i > 0 { list[i - 1].0 + 1 } else { 0 });
             let hit = detections
                 .iter()
-                .filter(|(dt, dp, ds)| dp == pane && ds == state && *dt >= *t && *dt < until)
+                .filter(|(dt, dp, ds)| dp == pane && ds == state && *dt >= from && *dt < until)
                 .map(|(dt, _, _)| *dt)
                 .min();
+            if hit.is_some_and(|dt| dt < *t) {
+                s.early += 1;
+            }
+            let hit = hit.map(|dt| dt.max(*t));
             let what = format!("{pane} {agent} {state} ({label})");
             match hit {
                 Some(dt) => {

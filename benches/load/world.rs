@@ -191,6 +191,8 @@ pub struct Load {
     /// Panes made at the start (the churn's come and go).
     pub static_panes: std::collections::HashSet<String>,
     pub churn: Option<Churn>,
+    /// A person's client (a real `tmux attach` in a pseudo-terminal) showing session `s0`.
+    pub person: Option<std::process::Child>,
 }
 
 pub fn build(dir: &Path, spec: &Spec) -> Load {
@@ -304,11 +306,13 @@ pub fn build(dir: &Path, spec: &Spec) -> Load {
         stream,
         static_panes: Default::default(),
         churn: None,
+        person: None,
     };
     load.static_panes = tmux(&load.server, &["list-panes", "-a", "-F", "#{pane_id}"])
         .split_whitespace()
         .map(str::to_string)
         .collect();
+    load.person = Some(attach_person(&load.server, "s0"));
     if spec.churn {
         load.churn = Some(Churn::start(&load.server));
     }
@@ -394,4 +398,30 @@ impl Churn {
             let _ = t.join();
         }
     }
+}
+
+/// A person's client: `tmux attach` in a 120x40 pseudo-terminal made by `script`, its screen
+/// thrown away. tmux draws for it (status line included) whether an observer runs or not.
+fn attach_person(server: &str, session: &str) -> std::process::Child {
+    let cmd = format!("stty cols 120 rows 40; exec tmux -L {server} attach -t {session}");
+    let mut child = Command::new("script")
+        .args(["-qfc", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux) for a person's client");
+    own(Owned::Pid(child.id()));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let people =
+            tmux_cmd(server, &["list-clients", "-F", "#{client_control_mode}"]).unwrap_or_default();
+        if people.lines().any(|l| l == "0") {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("the person's client did not attach to {session}");
 }
