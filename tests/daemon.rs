@@ -303,9 +303,11 @@ $r report --app mytool --state done --msg 'All green'\nread\n"
 }
 
 /// Regression: the spinner's deadline was not among the daemon's deadlines, so a frame waited
-/// for some other timer to fire (the slow probe, when no agent was being captured).
+/// for some other timer to fire (the slow probe, when no agent was being captured). And the
+/// spinner turns only while a person's client can show it: each frame is a `set-option`, which
+/// tmux answers by redrawing every client and sizing every window again.
 #[test]
-fn the_spinner_turns_for_a_window_that_only_reports() {
+fn the_spinner_turns_for_a_window_that_only_reports_while_a_person_can_see_it() {
     let mut tmux = Tmux::new();
     let env = Env::new();
     let config = env.path("config/thinkterm/config.toml");
@@ -329,9 +331,18 @@ fn the_spinner_turns_for_a_window_that_only_reports() {
         let icon = tmux.window_option(&window, "@thinkterm_icon");
         (!icon.is_empty()).then_some(icon)
     });
+    // Nobody's client shows the window: over six frame periods (200 ms each) the icon holds.
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert_eq!(
+        tmux.window_option(&window, "@thinkterm_icon"),
+        first,
+        "the spinner turned with no person's client attached"
+    );
+    let client = support::Client::attach(&tmux, "spin", 100, 30);
     wait_for(5, "the next spinner frame", || {
         (tmux.window_option(&window, "@thinkterm_icon") != first).then_some(())
     });
+    drop(client);
 }
 
 #[test]

@@ -767,9 +767,10 @@ fn terminal_notifications_reach_the_client_in_each_protocol_and_wrapped_when_nes
     env.effects = true;
     let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
-    // A fixed window name: tmux's automatic-rename follows the pane's current command (the
-    // fake agent runs `cat` for each frame), and the notification carries the name it has then.
-    tmux.cmd(&["rename-window", "-t", &pane, "claude"]);
+    // A name of our own: the fake agent is a bash script, so `automatic-rename` turns the
+    // window's name from `claude` into `bash` a moment after it starts, and the notifications
+    // (which name the window) would say one or the other depending on when they were sent.
+    tmux.cmd(&["rename-window", "-t", &pane, "agent"]);
     tmux.new_session("home", None);
     write_config(
         &env,

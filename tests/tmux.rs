@@ -173,6 +173,8 @@ fn window_sizes_are_unchanged_by_the_sidecar() {
     wait_for(10, "client attached at 100x30", || {
         (size() == "100x29").then_some(())
     });
+    // With `smallest`, a control client that counted (80x24 by default) would shrink both.
+    tmux.cmd(&["set-option", "-g", "window-size", "smallest"]);
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     wait_for(10, "control clients attached", || {
@@ -180,6 +182,9 @@ fn window_sizes_are_unchanged_by_the_sidecar() {
         (out.lines().filter(|l| *l == "1").count() == 2).then_some(())
     });
     tmux.new_window("sized", None);
+    // Every `set-option` makes tmux recalculate every window's size; the sidecar sets its
+    // status options meanwhile, and one more here.
+    tmux.cmd(&["set-option", "-g", "@thinkterm_test", "1"]);
     assert_eq!(size(), "100x29");
     let other = tmux.cmd(&[
         "display-message",

@@ -224,6 +224,8 @@ impl Daemon {
                 },
             );
         }
+        // A person attached or left: the spinner turns for the windows people can see.
+        self.schedule_spinner(now);
     }
 
     /// Sets `@thinkterm_mark` and `@thinkterm_icon` of a window and the summaries.
@@ -254,7 +256,7 @@ impl Daemon {
     }
 
     fn schedule_spinner(&mut self, now: Now) {
-        let running = !self.running_windows().is_empty();
+        let running = !self.animated_windows().is_empty();
         self.status.schedule(now.at, self.pacing.reads(), running);
     }
 
@@ -267,9 +269,43 @@ impl Daemon {
             .collect()
     }
 
+    /// The running windows whose spinner turns: those a person's client can show in its status
+    /// line (the windows of the sessions, or session groups, people's clients are attached to,
+    /// and the window each one shows). A frame is a `set-option`, and tmux answers every
+    /// `set-option` by redrawing every client and working out every window's size again; a
+    /// frame nobody can see costs that for nothing. The other running windows keep their
+    /// running icon (set with their mark), still; they turn again when a person attaches.
+    fn animated_windows(&self) -> Vec<WindowId> {
+        let Some(inv) = self.inventory() else {
+            return Vec::new();
+        };
+        let people: Vec<_> = inv.people().filter(|c| c.flags.attached).collect();
+        if people.is_empty() {
+            return Vec::new();
+        }
+        let sessions: BTreeSet<SessionId> = people
+            .iter()
+            .filter_map(|c| c.session.and_then(|s| inv.covering_session(s)))
+            .collect();
+        let shown: BTreeSet<WindowId> = inv
+            .panes
+            .values()
+            .filter(|p| {
+                inv.covering_session(p.session)
+                    .is_some_and(|s| sessions.contains(&s))
+            })
+            .map(|p| p.window)
+            .chain(people.iter().filter_map(|c| c.window))
+            .collect();
+        self.running_windows()
+            .into_iter()
+            .filter(|w| shown.contains(w))
+            .collect()
+    }
+
     /// The next spinner frame.
     pub(super) fn animate(&mut self, now: Now) {
-        let running = self.running_windows();
+        let running = self.animated_windows();
         for argv in self.status.frame(&running) {
             self.tmux_send(&argv);
         }

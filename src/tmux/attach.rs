@@ -75,7 +75,7 @@ impl Drop for Peer {
 }
 
 /// Attaches a control client to the server at `socket`, running `argv` (a tmux command such as
-/// `attach-session -E -t $3 -f ignore-size,read-only`) as its first command. `name` is the
+/// `attach-session -E -t $3 -f read-only`) as its first command. `name` is the
 /// client's name in `list-clients`: it is sent as the client's tty name, which tmux names a
 /// client after (ours read `thinkterm-sidecar-PID-N`).
 pub async fn attach(socket: &Path, name: &str, argv: &[&str]) -> Result<Attached, AttachError> {

@@ -1,5 +1,4 @@
-//! One control-mode client, attached with `attach-session -E -t SESSION -f
-//! ignore-size,read-only` over our own client connection ([`super::attach`], no `tmux`
+//! One control-mode client, attached with `attach-session -E -t SESSION -f read-only` over our own client connection ([`super::attach`], no `tmux`
 //! process). A reader task decodes its stdout into notifications (sent to a shared
 //! channel, tagged with the connection's id) and hands each command reply to whoever awaits it;
 //! a writer task sends command lines. Replies come back in the order commands were sent, which
@@ -135,8 +134,17 @@ pub struct Connection {
     stalled: Arc<AtomicBool>,
 }
 
-/// Control-client flags: never resize windows, never type into panes.
-pub const ATTACH_FLAGS: &str = "ignore-size,read-only";
+/// Control-client flags: never type into panes.
+///
+/// Not `ignore-size`: a control client that never sent a size (`refresh-client -C`, which we
+/// never send) is already left out of every window-size calculation (tmux 3.2 and later,
+/// `ignore_client_size` in `resize.c`). The flag only made that calculation slower: for a client
+/// with it, tmux walks every client to see whether one lacks it, for every window, at every
+/// `set-option` (`options_push_changes` recalculates every window's size): windows × clients²
+/// steps, which at 210 windows and 40 control clients was a quarter of a core while agents
+/// worked (the spinner's frames are `set-option`s). `tests/tmux.rs` checks that our clients
+/// still never change a window's size.
+pub const ATTACH_FLAGS: &str = "read-only";
 
 impl Connection {
     /// Attaches a control client to `session` (a tmux target such as `$3`), read at the

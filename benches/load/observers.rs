@@ -1,0 +1,321 @@
+//! The two observers the load is watched by, each started fresh for each of its windows: the
+//! sidecar (its daemon, plus `events --json` whose lines are the detections) and the baseline
+//! poller (the bench binary in `--poll` mode: what typical peers do).
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use regex::Regex;
+use thinkterm_sidecar::ipc::schema::StateEvent;
+
+use super::meter::{children, vm_kb};
+use super::score::Detection;
+use super::unix_ms;
+use super::world::{kill_pid, own, tmux_cmd, Load, Owned};
+
+pub const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// Who watches the load.
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// A sidecar build (`bin`), named `label` in the report.
+    Sidecar { label: String, bin: PathBuf },
+    /// The baseline poller.
+    Poller,
+}
+
+impl Kind {
+    pub fn label(&self) -> String {
+        match self {
+            Kind::Sidecar { label, .. } => label.clone(),
+            Kind::Poller => "baseline poller".into(),
+        }
+    }
+}
+
+/// An observer running on the load.
+pub struct Running {
+    pub pid: u32,
+    child: Child,
+    events: Option<(Child, std::thread::JoinHandle<usize>)>,
+    detections: Arc<Mutex<Vec<Detection>>>,
+    poll_log: Option<PathBuf>,
+    /// From the start of the process to the first complete classification of every pane
+    /// (sidecar) or the end of its first sweep (poller).
+    pub startup: Option<Duration>,
+    pub note: String,
+}
+
+/// What an observer left when it was stopped.
+pub struct Stopped {
+    pub detections: Vec<Detection>,
+    pub rss_kb: u64,
+    pub children: usize,
+    pub children_rss_kb: u64,
+    pub note: String,
+}
+
+struct SidecarEnv {
+    root: PathBuf,
+    bin: PathBuf,
+}
+
+impl SidecarEnv {
+    fn new(dir: &Path, tag: &str, bin: &Path) -> SidecarEnv {
+        let root = dir.join(format!("xdg-{tag}"));
+        for d in ["run", "config", "state"] {
+            std::fs::create_dir_all(root.join(d)).expect("mkdir xdg");
+        }
+        SidecarEnv {
+            root,
+            bin: bin.to_path_buf(),
+        }
+    }
+
+    fn cmd(&self, server: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(["-L", server])
+            .args(args)
+            .env("XDG_RUNTIME_DIR", self.root.join("run"))
+            .env("XDG_CONFIG_HOME", self.root.join("config"))
+            .env("XDG_STATE_HOME", self.root.join("state"))
+            .env("THINKTERM_DISABLE_SOUND", "1")
+            .env_remove("TMUX")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Whether every pane of `panes` is listed, every agent pane of `agents` identified and
+    /// with a state; None while the daemon does not answer.
+    fn classified(
+        &self,
+        server: &str,
+        panes: &HashSet<String>,
+        agents: &HashSet<String>,
+    ) -> Option<bool> {
+        let out = self.cmd(server, &["agents", "--json"]).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let listed: HashMap<String, &serde_json::Value> = v["panes"]
+            .as_array()?
+            .iter()
+            .filter_map(|p| Some((p["pane"].as_str()?.to_string(), p)))
+            .collect();
+        Some(
+            panes.iter().all(|p| listed.contains_key(p))
+                && agents.iter().all(|a| {
+                    listed
+                        .get(a)
+                        .is_some_and(|p| !p["agent"].is_null() && !p["state"].is_null())
+                }),
+        )
+    }
+}
+
+pub fn start(load: &Load, kind: &Kind, tag: &str) -> Running {
+    match kind {
+        Kind::Sidecar { bin, .. } => start_sidecar(load, bin, tag),
+        Kind::Poller => start_poller(load, tag),
+    }
+}
+
+fn start_sidecar(load: &Load, bin: &Path, tag: &str) -> Running {
+    let env = SidecarEnv::new(&load.dir, tag, bin);
+    let log = std::fs::File::create(load.dir.join(format!("sidecar-{tag}.log"))).expect("log");
+    let started = Instant::now();
+    let daemon = env
+        .cmd(&load.server, &["run"])
+        .env("THINKTERM_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start sidecar");
+    own(Owned::Pid(daemon.id()));
+    let agents: HashSet<String> = load.agents.iter().map(|a| a.pane.clone()).collect();
+    let mut startup = None;
+    let deadline = started + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if env.classified(&load.server, &load.static_panes, &agents) == Some(true) {
+            startup = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut note = String::new();
+    if startup.is_none() {
+        note.push_str("panes not all classified within 60 s; ");
+    }
+    let detections: Arc<Mutex<Vec<Detection>>> = Arc::default();
+    let mut events = env
+        .cmd(&load.server, &["events", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start events client");
+    own(Owned::Pid(events.id()));
+    let stdout = events.stdout.take().expect("events stdout");
+    let sink = detections.clone();
+    let reader = std::thread::spawn(move || {
+        let mut n = 0usize;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let at = unix_ms();
+            n += 1;
+            if let Ok(e) = serde_json::from_str::<StateEvent>(&line) {
+                if let (Ok(mut v), Some(new)) = (sink.lock(), e.new) {
+                    v.push((at, e.pane.to_string(), new.as_str().to_string()));
+                }
+            }
+        }
+        n
+    });
+    // Let the subscription settle before measuring.
+    std::thread::sleep(Duration::from_millis(500));
+    Running {
+        pid: daemon.id(),
+        child: daemon,
+        events: Some((events, reader)),
+        detections,
+        poll_log: None,
+        startup,
+        note,
+    }
+}
+
+fn start_poller(load: &Load, tag: &str) -> Running {
+    let log = load.dir.join(format!("poller-{tag}.log"));
+    let started = Instant::now();
+    let poller = Command::new(std::env::current_exe().expect("current exe"))
+        .arg("--poll")
+        .arg(&load.server)
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start poller");
+    own(Owned::Pid(poller.id()));
+    // Its first sweep sets every pane's initial verdict; measure from then on.
+    let deadline = started + Duration::from_secs(60);
+    let mut startup = None;
+    while Instant::now() < deadline {
+        let n = std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if n >= load.static_panes.len() {
+            startup = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(POLL_EVERY);
+    Running {
+        pid: poller.id(),
+        child: poller,
+        events: None,
+        detections: Arc::default(),
+        poll_log: Some(log),
+        startup,
+        note: String::new(),
+    }
+}
+
+fn stop_child(child: &mut Child) {
+    kill_pid(child.id(), "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+pub fn stop(mut r: Running) -> Stopped {
+    let rss_kb = vm_kb(r.pid, "VmHWM:").unwrap_or(0);
+    let kids = children(r.pid);
+    let children_rss_kb = kids.iter().filter_map(|p| vm_kb(*p, "VmHWM:")).sum();
+    let mut note = r.note;
+    let mut lines = None;
+    if let Some((mut events, reader)) = r.events.take() {
+        stop_child(&mut events);
+        stop_child(&mut r.child);
+        lines = reader.join().ok();
+    } else {
+        stop_child(&mut r.child);
+    }
+    if lines == Some(0) {
+        note.push_str("`events --json` printed nothing; ");
+    }
+    let detections = match &r.poll_log {
+        Some(log) => std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split(' ');
+                Some((
+                    it.next()?.parse().ok()?,
+                    it.next()?.to_string(),
+                    it.next()?.to_string(),
+                ))
+            })
+            .collect(),
+        None => r.detections.lock().map(|v| v.clone()).unwrap_or_default(),
+    };
+    Stopped {
+        detections,
+        rss_kb,
+        children: kids.len(),
+        children_rss_kb,
+        note,
+    }
+}
+
+/// Poller mode: `--poll SERVER LOG`. Every 500 ms: list panes, `tmux capture-pane -p` each as
+/// its own process, regex pass (Claude Code's words); logs `UNIX_MS PANE STATE` whenever a
+/// pane's verdict changes.
+pub fn poll(args: &[String]) -> ! {
+    let server = &args[0];
+    let mut log = std::fs::File::create(&args[1]).ok();
+    let blocked = Regex::new(r"(?i)do you want to proceed\?|esc to cancel").ok();
+    let working = Regex::new(r"(?i)esc to interrupt").ok();
+    let mut last: HashMap<String, &'static str> = HashMap::new();
+    let mut next = Instant::now();
+    loop {
+        let panes = tmux_cmd(server, &["list-panes", "-a", "-F", "#{pane_id}"]).unwrap_or_default();
+        for pane in panes.split_whitespace() {
+            let Some(screen) = tmux_cmd(server, &["capture-pane", "-p", "-t", pane]) else {
+                continue;
+            };
+            let state = if blocked.as_ref().is_some_and(|r| r.is_match(&screen)) {
+                "blocked"
+            } else if working.as_ref().is_some_and(|r| r.is_match(&screen)) {
+                "working"
+            } else {
+                "idle"
+            };
+            if last.get(pane) != Some(&state) {
+                last.insert(pane.to_string(), state);
+                if let Some(log) = log.as_mut() {
+                    let _ = writeln!(log, "{} {pane} {state}", unix_ms());
+                    let _ = log.flush();
+                }
+            }
+        }
+        next += POLL_EVERY;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Scoring detections against the replayers' logs: for each labelled transition, the first
+//! detection of the new state on its pane at or after it (or up to 2 s before, but after the
+//! previous transition: a status report can lead its screen) and before the pane's next
+//! transition; none = missed.
+
+use std::collections::BTreeMap;
+
+use super::world::Load;
+
+/// A labelled transition: (unix ms, new state, label).
+pub type Transition = (u64, String, String);
+/// A detection: (unix ms, pane, new state).
+pub type Detection = (u64, String, String);
+
+#[derive(Default)]
+pub struct Score {
+    pub latencies_ms: Vec<u64>,
+    /// (latency, "pane agent state (label)") for every detected transition.
+    pub detail: Vec<(u64, String)>,
+    /// Latencies by the state the transition goes to.
+    pub by_state: BTreeMap<String, Vec<u64>>,
+    /// Latencies by agent (its fixture).
+    pub by_agent: BTreeMap<String, Vec<u64>>,
+    pub missed: Vec<String>,
+    pub total: usize,
+    /// Detections that came before the labelled write began (a status report sent ahead of
+    /// the screen it belongs to): scored as 0 ms.
+    pub early: usize,
+}
+
+impl Score {
+    pub fn merge(&mut self, other: Score) {
+        self.latencies_ms.extend(other.latencies_ms);
+        self.detail.extend(other.detail);
+        for (k, v) in other.by_state {
+            self.by_state.entry(k).or_default().extend(v);
+        }
+        for (k, v) in other.by_agent {
+            self.by_agent.entry(k).or_default().extend(v);
+        }
+        self.missed.extend(other.missed);
+        self.total += other.total;
+        self.early += other.early;
+        self.sort();
+    }
+
+    fn sort(&mut self) {
+        self.latencies_ms.sort_unstable();
+        self.detail.sort_by_key(|d| std::cmp::Reverse(d.0));
+        for v in self.by_state.values_mut().chain(self.by_agent.values_mut()) {
+            v.sort_unstable();
+        }
+    }
+}
+
+/// How long before its labelled write a detection may come and still count: an agent's status
+/// report can go out in the chunks before the frame whose screen shows the new state.
+const EARLY_MS: u64 = 2000;
+
+/// Labelled transitions written in `[from, to)` on the agents `which` accepts, by pane (with
+/// the agent's fixture).
+pub fn transitions(
+    load: &Load,
+    from: u64,
+    to: u64,
+    which: &dyn Fn(&str) -> bool,
+) -> BTreeMap<String, (String, Vec<Transition>)> {
+    let mut out = BTreeMap::new();
+    for a in &load.agents {
+        if !which(a.kind.fixture) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&a.log).unwrap_or_default();
+        let v: Vec<Transition> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.splitn(3, ' ');
+                let t = it.next()?.parse().ok()?;
+                Some((
+                    t,
+                    it.next()?.to_string(),
+                    it.next().unwrap_or("").to_string(),
+                ))
+            })
+            .filter(|(t, _, _)| *t >= from && *t < to)
+            .collect();
+        out.insert(a.pane.clone(), (a.kind.fixture.to_string(), v));
+    }
+    out
+}
+
+pub fn score(
+    trans: &BTreeMap<String, (String, Vec<Transition>)>,
+    detections: &[Detection],
+    end_ms: u64,
+) -> Score {
+    let mut s = Score::default();
+    for (pane, (agent, list)) in trans {
+        for (i, (t, state, label)) in list.iter().enumerate() {
+            s.total += 1;
+            let until = list.get(i + 1).map(|n| n.0).unwrap_or(end_ms);
+            // From the previous transition on (it went to another state), at most EARLY_MS
+            // before this one's write.
+            let from = t
+                .saturating_sub(EARLY_MS)
+                .max(if i > 0 { list[i - 1].0 + 1 } else { 0 });
+            let hit = detections
+                .iter()
+                .filter(|(dt, dp, ds)| dp == pane && ds == state && *dt >= from && *dt < until)
+                .map(|(dt, _, _)| *dt)
+                .min();
+            if hit.is_some_and(|dt| dt < *t) {
+                s.early += 1;
+            }
+            let hit = hit.map(|dt| dt.max(*t));
+            let what = format!("{pane} {agent} {state} ({label})");
+            match hit {
+                Some(dt) => {
+                    s.latencies_ms.push(dt - t);
+                    s.detail.push((dt - t, what));
+                    s.by_state.entry(state.clone()).or_default().push(dt - t);
+                    s.by_agent.entry(agent.clone()).or_default().push(dt - t);
+                }
+                None => {
+                    s.by_agent.entry(agent.clone()).or_default();
+                    s.missed.push(what)
+                }
+            }
+        }
+    }
+    s.sort();
+    s
+}
+
+pub fn pct(v: &[u64], p: f64) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
+    let i = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    Some(v[i])
+}
+
+pub fn ms(v: Option<u64>) -> String {
+    v.map(|v| format!("{v} ms")).unwrap_or_else(|| "n/a".into())
+}

@@ -1,0 +1,194 @@
+//! The whole cost, by alternating windows: no observer / observer A / no observer / observer B
+//! / no observer ... on the same load. An observer's whole cost in its window is its own CPU
+//! (its process, its children, its reaped children) plus what the tmux server used above its
+//! mean in the two windows either side, when nothing watched.
+
+use std::time::{Duration, Instant};
+
+use super::meter::{load_average, run_ns, vm_kb, TreeMeter};
+use super::observers::{self, Kind};
+use super::score::{score, transitions, Score};
+use super::unix_ms;
+use super::world::{server_alive, Load};
+
+/// Transitions written in the last `GRACE` of a window are not scored (nothing could see them
+/// yet).
+const GRACE: Duration = Duration::from_secs(3);
+/// After an observer stops, before the next window: tmux lets its clients go.
+const SETTLE: Duration = Duration::from_secs(1);
+
+pub struct Window {
+    /// None: nothing watched.
+    pub kind: Option<usize>,
+    pub wall_s: f64,
+    /// The tmux server's CPU.
+    pub tmux_s: f64,
+    /// The observer's CPU (process tree), and its process alone.
+    pub obs_s: f64,
+    pub obs_own_s: f64,
+    pub obs_rss_kb: u64,
+    pub obs_children: usize,
+    pub obs_children_rss_kb: u64,
+    pub tmux_rss_kb: u64,
+    pub startup: Option<Duration>,
+    pub score: Option<Score>,
+    pub load_avg: f64,
+    pub note: String,
+}
+
+impl Window {
+    pub fn tmux_rate(&self) -> f64 {
+        self.tmux_s / self.wall_s.max(1e-9)
+    }
+}
+
+/// What one observer cost in one of its windows, per second of wall time.
+pub struct Cost {
+    pub window: usize,
+    pub own: f64,
+    /// The tmux server above its rate in the neighbouring windows without an observer.
+    pub tmux_added: f64,
+    /// The tmux server's rate without an observer (mean of the two neighbours).
+    pub tmux_base: f64,
+    /// How far apart the two neighbours were.
+    pub base_gap: f64,
+}
+
+impl Cost {
+    pub fn whole(&self) -> f64 {
+        self.own + self.tmux_added
+    }
+}
+
+/// Runs `rounds` rounds of (off, kind 0, off, kind 1, ..., off): every observer window sits
+/// between two windows without one. `score_only` picks the agents (by fixture) each kind is
+/// scored on.
+pub fn run(
+    load: &Load,
+    kinds: &[Kind],
+    rounds: usize,
+    window: Duration,
+    tck: f64,
+    score_only: &dyn Fn(&Kind, &str) -> bool,
+) -> Vec<Window> {
+    let mut plan = vec![None];
+    for _ in 0..rounds {
+        for k in 0..kinds.len() {
+            plan.push(Some(k));
+            plan.push(None);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, which) in plan.iter().enumerate() {
+        assert!(
+            server_alive(load),
+            "the tmux server (pid {}) is gone before window {i}",
+            load.server_pid
+        );
+        let label = which.map_or("no observer".to_string(), |k| kinds[k].label());
+        eprintln!(
+            "load: window {}/{}: {label}, {:.0} s (load average {:.2})",
+            i + 1,
+            plan.len(),
+            window.as_secs_f64(),
+            load_average()
+        );
+        let running = which.map(|k| observers::start(load, &kinds[k], &format!("w{i}")));
+        let meter = running.as_ref().map(|r| TreeMeter::start(r.pid));
+        let tmux0 = run_ns(load.server_pid).unwrap_or(0);
+        let load0 = load_average();
+        let t0 = unix_ms();
+        let started = Instant::now();
+        std::thread::sleep(window);
+        let wall_s = started.elapsed().as_secs_f64();
+        let t1 = unix_ms();
+        let tmux_s = run_ns(load.server_pid).unwrap_or(0).saturating_sub(tmux0) as f64 / 1e9;
+        let (obs_s, obs_own_s) = meter.map(|m| m.seconds(tck)).unwrap_or((0.0, 0.0));
+        let tmux_rss_kb = vm_kb(load.server_pid, "VmRSS:").unwrap_or(0);
+        let mut w = Window {
+            kind: *which,
+            wall_s,
+            tmux_s,
+            obs_s,
+            obs_own_s,
+            obs_rss_kb: 0,
+            obs_children: 0,
+            obs_children_rss_kb: 0,
+            tmux_rss_kb,
+            startup: None,
+            score: None,
+            load_avg: (load0 + load_average()) / 2.0,
+            note: String::new(),
+        };
+        if let (Some(k), Some(r)) = (which, running) {
+            w.startup = r.startup;
+            let stopped = observers::stop(r);
+            w.obs_rss_kb = stopped.rss_kb;
+            w.obs_children = stopped.children;
+            w.obs_children_rss_kb = stopped.children_rss_kb;
+            w.note = stopped.note;
+            let kind = &kinds[*k];
+            let trans = transitions(
+                load,
+                t0,
+                t1.saturating_sub(GRACE.as_millis() as u64),
+                &|f| score_only(kind, f),
+            );
+            w.score = Some(score(&trans, &stopped.detections, t1));
+            std::thread::sleep(SETTLE);
+        }
+        out.push(w);
+    }
+    assert!(
+        server_alive(load),
+        "the tmux server (pid {}) is gone after the last window",
+        load.server_pid
+    );
+    out
+}
+
+/// The cost of each window of observer `kind`, against its neighbours.
+pub fn costs(windows: &[Window], kind: usize) -> Vec<Cost> {
+    let mut out = Vec::new();
+    for (i, w) in windows.iter().enumerate() {
+        if w.kind != Some(kind) || i == 0 || i + 1 >= windows.len() {
+            continue;
+        }
+        let (a, b) = (&windows[i - 1], &windows[i + 1]);
+        let base = (a.tmux_rate() + b.tmux_rate()) / 2.0;
+        out.push(Cost {
+            window: i,
+            own: w.obs_s / w.wall_s.max(1e-9),
+            tmux_added: w.tmux_rate() - base,
+            tmux_base: base,
+            base_gap: (a.tmux_rate() - b.tmux_rate()).abs(),
+        });
+    }
+    out
+}
+
+/// Every window's score of observer `kind`, merged.
+pub fn merged_score(windows: &mut [Window], kind: usize) -> Score {
+    let mut s = Score::default();
+    for w in windows.iter_mut().filter(|w| w.kind == Some(kind)) {
+        if let Some(x) = w.score.take() {
+            s.merge(x);
+        }
+    }
+    s
+}
+
+pub fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+pub fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+            (lo.min(*x), hi.max(*x))
+        })
+}
