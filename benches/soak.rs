@@ -25,7 +25,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{fixtures, script, Daemon, Env, Tmux};
+use support::{fixtures, rss_kib, script, Daemon, Env, Tmux};
 
 const AGENTS_PER_SESSION: usize = 4;
 const SESSIONS: usize = 3;
@@ -37,15 +37,6 @@ struct Ev {
     pane: String,
     old: Option<String>,
     new: Option<String>,
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 fn cpu_s(pid: u32) -> f64 {

@@ -6,7 +6,7 @@ mod support;
 
 use std::process::Stdio;
 
-use support::{script, wait_for, Daemon, Env, Tmux};
+use support::{rss_kib, script, wait_for, Daemon, Env, Tmux};
 use thinkterm_sidecar::tmux::observer::{Observed, Observer};
 use thinkterm_sidecar::tmux::server::{find_tmux, ServerAddress, ServerChoice};
 
@@ -640,16 +640,6 @@ fn churn(batches: u32, groups: u32, pairs: u32) -> (u64, u64) {
     eprintln!("churn: daemon RSS {rss_before} KiB before, {rss_after} KiB after");
     d.stop();
     (rss_before, rss_after)
-}
-
-/// Resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Attaching never changes a session's environment: tmux's `update-environment` copies the

@@ -4,21 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::support::{drawing_agent, fixtures, script, wait_for, Daemon, Env, Tmux};
+use super::support::{drawing_agent, fixtures, rss_kib, script, wait_for, Daemon, Env, Tmux};
 use super::{kill, Continue};
 
 fn frame(rel: &str) -> String {
     fixtures::path(rel).display().to_string()
-}
-
-/// Resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// CPU time of a process (user + system), from `/proc/PID/stat`.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::support::{wait_for, Daemon, Env, Tmux};
+use crate::support::{rss_kib, wait_for, Daemon, Env, Tmux};
 
 /// The daemon's socket in `env`.
 pub fn socket_of(env: &Env) -> PathBuf {
@@ -22,17 +22,6 @@ pub fn socket_of(env: &Env) -> PathBuf {
         .flatten()
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|x| x == "sock"))
-        .unwrap()
-}
-
-/// A process's resident set, in KiB (`VmRSS` in `/proc/PID/status`).
-pub fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
         .unwrap()
 }
 

@@ -372,3 +372,13 @@ pub fn drawing_agent(env: &Env, name: &str) -> PathBuf {
     );
     path
 }
+
+/// Resident memory of a process, in KiB (`VmRSS`; 0 when it is gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
