@@ -13,8 +13,7 @@
 //! - `--window SECS` (also `--duration`, `LOAD_DURATION`), `--rounds N`, `--quick`
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
 //! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
-//!   at PATH, in alternating windows
-//!   (no poller); `--no-poller`;
+//!   at PATH, in alternating windows (no poller); `--no-poller`;
 //! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand).
 //!
 //! The same binary is also the fake agent (run through a symlink named like the agent's
