@@ -560,6 +560,105 @@ fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
+/// An agent pane that redraws heavily (here 768 KiB of cursor moves before each frame) has our
+/// copy of its output paused between captures (`redraw_pause_kib`), and nothing is lost: each
+/// frame's state is still published, and a title sent while the copy was paused is read with
+/// the next capture.
+#[test]
+fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let agent = support::drawing_agent(&env, "claude");
+    let pane = tmux.new_session("gate", Some(&agent.display().to_string()));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
+    let heavy = |name: &str, frame: &str, title: &str| {
+        let mut bytes = "\x1b[1;1H\x1b[K".repeat(768 * 1024 / 9).into_bytes();
+        bytes.extend_from_slice(format!("\x1b]2;{title}\x07").as_bytes());
+        bytes.extend_from_slice(&std::fs::read(fixture(frame)).unwrap());
+        let path = env.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    };
+    let working = heavy("w.txt", "claude-code/2.1.328/003-working.txt", "gated one");
+    let blocked = heavy("b.txt", "claude-code/2.1.328/008-blocked.txt", "gated two");
+    let explain = || {
+        let (code, out, err) = env.run(&tmux, &["explain", &pane, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    tmux.type_line(&pane, &working);
+    env.wait_row(&tmux, &pane, "state", "working", 10);
+    wait_for(10, "the first title", || {
+        (explain()["title"] == "gated one").then_some(())
+    });
+    tmux.type_line(&pane, &blocked);
+    let row = env.wait_row(&tmux, &pane, "state", "blocked", 10);
+    assert_eq!(row["source"], "screen_rule", "{row}");
+    let v = wait_for(10, "the second title", || {
+        let v = explain();
+        (v["title"] == "gated two").then_some(v)
+    });
+    let pauses = v["redraw_pauses"].as_u64().unwrap();
+    assert!(pauses >= 2, "each frame's redraw paused the copy: {v}");
+    assert_eq!(
+        v["output_paused"], false,
+        "the flood gate is not what paused it"
+    );
+    // A frame drawn after the gate resumed the pane is seen as before.
+    tmux.type_line(&pane, &fixture("claude-code/2.1.328/003-working.txt"));
+    env.wait_row(&tmux, &pane, "state", "working", 10);
+}
+
+/// Gemini CLI's recorded stream written in three bursts as fast as the pty takes them (1.2 MB of
+/// start and streaming, the 233 KB end-of-reply redraw, the permission prompt). Before the
+/// redraw gate, our copy of the first burst (about three times its size once tmux escaped it)
+/// queued the capture replies behind it: the daemon went from idle straight to blocked and
+/// never showed the working and idle between.
+#[test]
+fn bursts_of_redraws_do_not_hide_the_states_between_them() {
+    let raw = fixture("gemini-cli/0.61.0/raw-main-120x40.bin");
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let go = env.path("go");
+    let agent = env.path("bin/gemini");
+    // Frames 006 (working), 007 (idle) and 008 (blocked) end at these offsets.
+    script(
+        &agent,
+        &format!(
+            "#!/bin/bash\nuntil [ -e {go} ]; do sleep 0.1; done\nhead -c 1193242 {raw}\nsleep 3\n\
+             tail -c +1193243 {raw} | head -c 233638\nsleep 3\n\
+             tail -c +1426881 {raw} | head -c 12767\nsleep 300\n",
+            go = go.display()
+        ),
+    );
+    let pane = tmux.new_session("gem", Some(&agent.display().to_string()));
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    env.wait_row(&tmux, &pane, "agent", "gemini", 10);
+    let rx = events(&env, &tmux);
+    std::fs::write(&go, "").unwrap();
+    let mut seen = Vec::new();
+    let mut all = Vec::new();
+    while seen.last().map(String::as_str) != Some("blocked") {
+        let ev = rx
+            .recv_timeout(std::time::Duration::from_secs(15))
+            .unwrap_or_else(|_| panic!("no blocked; states seen: {seen:?}"));
+        all.push(format!("{} {} {}", ev["time_ms"], ev["new"], ev["rule"]));
+        if let Some(s) = ev["new"].as_str() {
+            if seen.last().map(String::as_str) != Some(s) {
+                seen.push(s.to_string());
+            }
+        }
+    }
+    // The pane may have been idle before the first burst.
+    if seen.first().map(String::as_str) == Some("idle") {
+        seen.remove(0);
+    }
+    assert_eq!(seen, ["working", "idle", "blocked"], "events: {all:#?}");
+}
+
 #[test]
 fn an_agent_started_later_by_the_panes_own_first_process_is_identified() {
     let mut tmux = Tmux::new();

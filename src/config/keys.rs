@@ -76,6 +76,10 @@ settings! {
         /// A pane with no agent, report or variable that writes more than this many KiB per
         /// second has its copy of the output paused in the sidecar's control client (0: never).
         flood_pause_kib_s: u64 = 256, range 0..=MAX_FLOOD_PAUSE_KIB_S;
+        /// An agent pane whose bytes carry nothing but its screen and title and that writes
+        /// more than this many KiB between two captures of its screen has the copy of its
+        /// output paused until the next capture, which reads its title too (0: never).
+        redraw_pause_kib: u64 = 16, range 0..=65536;
         /// Seconds an agent's screen may keep changing while no rule of its manifest matches
         /// before the pane is marked unrecognised (the drift alarm, `docs/detection.md`; at
         /// least 1, at most an hour).

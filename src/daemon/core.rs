@@ -35,7 +35,7 @@ use crate::ipc::schema::{Reply, Request};
 use crate::pane::PaneInput;
 use crate::tmux::connection::{CommandError, Pacing};
 use crate::tmux::inventory::ClientInfo;
-use crate::tmux::observer::{Lists, ObserveError};
+use crate::tmux::observer::{Captured, Lists, ObserveError};
 use crate::tmux::server::ServerAddress;
 
 /// Work in flight, whose answer wakes the core loop.
@@ -51,7 +51,7 @@ pub(super) enum Done {
     /// A list of clients came back.
     Clients(u64, Result<Vec<ClientInfo>, CommandError>),
     /// A capture round came back.
-    Captured(u64, Vec<(PaneId, Result<String, CommandError>)>),
+    Captured(u64, Vec<Captured>),
     /// The config and the rules were read again, unless reading failed (and who asked, to
     /// answer).
     Reloaded(Option<Box<Reloaded>>, Option<mpsc::Sender<Reply>>),

@@ -187,7 +187,17 @@ impl Daemon {
             self.captures.finish([]);
             return;
         };
-        let (gen, q) = (self.link.generation, obs.start_captures(panes));
+        // Panes whose redraws were paused are resumed with their capture (see `redraw`).
+        let resume: Vec<PaneId> = panes
+            .iter()
+            .filter(|id| {
+                self.panes
+                    .get_mut(id)
+                    .is_some_and(|p| p.redraw.on_capture().is_some())
+            })
+            .copied()
+            .collect();
+        let (gen, q) = (self.link.generation, obs.start_captures(panes, &resume));
         let timer = self.pacing.timer.clone();
         self.tasks.push(Box::pin(async move {
             let screens = timer

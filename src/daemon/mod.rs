@@ -13,6 +13,7 @@
 //! - [`capture`]: which panes need a capture, when each was captured, the next round;
 //! - [`prober`]: full foreground probes on their own thread, and which are outstanding;
 //! - [`flood`]: per pane, whether our copy of its output is paused;
+//! - [`redraw`]: per agent pane, whether our copy of its redraws is paused until its capture;
 //! - [`windows`]: the rollup, what it was told about windows being looked at, the done file;
 //! - [`status_line`]: the options last set, the spinner's frame and next frame;
 //! - [`notifier`]: the throttle, the display switches, the focus facts, the desktop handle;
@@ -42,6 +43,7 @@ mod pane_drift;
 mod pane_flow;
 mod panes;
 mod prober;
+mod redraw;
 mod ruleset;
 mod snapshot;
 mod status_line;

@@ -8,14 +8,14 @@ use super::core::Daemon;
 use super::flood::FloodAction;
 use super::panes::PaneEntry;
 use super::prober::{Answer, Probed};
+use super::redraw::GateAction;
 use crate::clock::Now;
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, StateEvent};
 use crate::pane::{PaneChange, PaneEffect};
 use crate::rules::drift::{Drift, DriftConfig};
 use crate::thread::RollupInput;
-use crate::tmux::connection::CommandError;
-use crate::tmux::observer::Observed;
+use crate::tmux::observer::{Captured, Observed};
 
 impl Daemon {
     /// What the observer saw.
@@ -29,8 +29,18 @@ impl Daemon {
                 let out = p.on_output(now, &data, detection);
                 let wants = p.wants_capture();
                 let flood = p.flood.on_output(now.at, data.wire_len(), p.unread());
+                let limit = self.config.config.redraw_pause_kib.saturating_mul(1024);
+                let redraw = if p.redraw_only() {
+                    p.redraw.on_output(data.wire_len(), true, limit)
+                } else {
+                    // Bytes sent before a pause took effect carried a signal: read them all.
+                    p.redraw.release()
+                };
                 if let Some(a) = flood {
                     self.flood_action(pane, a);
+                }
+                if let Some(a) = redraw {
+                    self.redraw_action(pane, a);
                 }
                 self.on_pane_effects(now, pane, out.effects);
                 if out.probe {
@@ -52,14 +62,18 @@ impl Daemon {
                 if let Some(a) = self.panes.get_mut(&pane).and_then(|p| p.flood.release()) {
                     self.flood_action(pane, a);
                 }
+                if let Some(a) = self.panes.get_mut(&pane).and_then(|p| p.redraw.release()) {
+                    self.redraw_action(pane, a);
+                }
                 self.request_probe(now, pane);
             }
             Observed::Paused(_) => {}
             Observed::Continued(pane) => {
-                // Output was dropped while paused: look at the screen again.
+                // Output was dropped while paused: look at the screen again (unless a capture
+                // round resumed it: its capture is on the way).
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
-                    if p.wants_capture() {
+                    if !p.redraw.take_resumed() && p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }
                 }
@@ -84,7 +98,7 @@ impl Daemon {
             self.captures.forget(pane);
             self.rollup(now, RollupInput::PaneGone(pane));
             self.add_pane(now, pane, pid);
-            if old.is_some_and(|p| p.flood.is_paused()) {
+            if old.is_some_and(|p| p.flood.is_paused() || p.redraw.is_paused()) {
                 // The new program's output is read from its first byte.
                 self.flood_action(pane, FloodAction::Resume);
             }
@@ -193,6 +207,21 @@ impl Daemon {
     }
 
     /// Pauses or resumes our copy of a pane's output (see [`super::flood`]).
+    /// Pauses or resumes our copy of an agent pane's redraws (see `redraw`). A paused pane
+    /// keeps its capture: that capture resumes it.
+    pub(super) fn redraw_action(&mut self, pane: PaneId, action: GateAction) {
+        let on = action == GateAction::Resume;
+        tracing::debug!(%pane, on, "redraw gate: output copy {}", if on { "resumed" } else { "paused" });
+        if let Some(obs) = &self.link.observer {
+            obs.set_output(pane, on);
+        }
+        if on {
+            if let Some(p) = self.panes.get_mut(&pane) {
+                p.output_skipped();
+            }
+        }
+    }
+
     pub(super) fn flood_action(&mut self, pane: PaneId, action: FloodAction) {
         let on = action == FloodAction::Resume;
         tracing::debug!(%pane, on, "flooding pane: output copy {}", if on { "resumed" } else { "paused" });
@@ -260,14 +289,15 @@ impl Daemon {
     }
 
     /// A capture round's screens arrived: classify them.
-    pub(super) fn on_captured(
-        &mut self,
-        now: Now,
-        screens: Vec<(PaneId, Result<String, CommandError>)>,
-    ) {
+    pub(super) fn on_captured(&mut self, now: Now, screens: Vec<Captured>) {
         let mut captured = Vec::with_capacity(screens.len());
-        for (id, r) in screens {
-            let screen = match r {
+        for Captured {
+            pane: id,
+            screen,
+            title,
+        } in screens
+        {
+            let screen = match screen {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::debug!(pane = %id, error = %e, "capture failed");
@@ -280,6 +310,13 @@ impl Daemon {
             captured.push(id);
             // The drift alarm's log line names the pane.
             let _span = tracing::info_span!("pane", pane = %id).entered();
+            if let Some(t) = title {
+                let fx = p.title_read(now.at, &t, super::snapshot::is_default_title(&t));
+                self.on_pane_effects(now, id, fx);
+            }
+            let Some(p) = self.panes.get_mut(&id) else {
+                continue;
+            };
             let fx = p.classify(now.at, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);
         }

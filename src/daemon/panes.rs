@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use super::flood::FloodGate;
 use super::prober::Probed;
+use super::redraw::RedrawGate;
 use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
@@ -52,6 +53,11 @@ pub struct PaneEntry {
     pub fingerprint: Option<String>,
     /// Pauses our copy of the output of a pane that floods and that nothing reads.
     pub flood: FloodGate,
+    /// Pauses our copy of an agent pane's heavy redraws between two captures.
+    pub redraw: RedrawGate,
+    /// Its bytes carried a signal other than a title (a report, a value, progress, a prompt
+    /// mark, a notification): they are always read.
+    bytes_matter: bool,
     /// The drift alarm: whether the agent's rules still recognise its screen.
     pub drift: Drift,
     /// The running agent's version, when the probe found it.
@@ -105,6 +111,8 @@ impl PaneEntry {
             looked_at: None,
             fingerprint: None,
             flood: FloodGate::new(flood_limit),
+            redraw: RedrawGate::default(),
+            bytes_matter: false,
             drift: Drift::default(),
             agent_version: None,
             drift_seen: 0,
@@ -112,6 +120,30 @@ impl PaneEntry {
             var_since_look: false,
             prompt_pending: false,
         }
+    }
+
+    /// Whether the pane's bytes carry only what a capture shows and its title: an agent (or a
+    /// process-less program whose screen is read) that never sent a report, a value, progress,
+    /// a prompt mark or a notification. Such a pane may be gated (`super::redraw`).
+    pub fn redraw_only(&self) -> bool {
+        self.wants_capture()
+            && !self.bytes_matter
+            && self.signals.records().is_empty()
+            && self.signals.user_var().is_none()
+            && self.signals.progress().is_none()
+    }
+
+    /// The title tmux holds for the pane, read with a capture while our copy of its output was
+    /// paused (the titles it sent meanwhile did not reach us). `tmux_default`: the title is the
+    /// one tmux gives a pane before its program sets one, not a title the program sent (S9.4).
+    pub fn title_read(&mut self, now: Instant, title: &str, tmux_default: bool) -> Vec<PaneEffect> {
+        let before = self.signals.title();
+        if before == Some(title) || (before.is_none() && tmux_default) {
+            return Vec::new();
+        }
+        self.signals.set_title(title.to_string());
+        let spinner = self.signals.title_spinner();
+        self.tracker.on_input(now, PaneInput::TitleSpinner(spinner))
     }
 
     /// Whether nothing needs this pane's bytes: no agent (nor a process-less program whose
@@ -323,6 +355,9 @@ impl PaneEntry {
                 Signal::Notification(n) => out.notes.push(n.clone()),
                 _ => {}
             }
+            if !matches!(s, Signal::Title(_) | Signal::Bell) {
+                self.bytes_matter = true;
+            }
         }
         if detection {
             for summary in summaries {
@@ -437,6 +472,7 @@ impl PaneEntry {
             "at_shell": self.fg.at_shell,
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
             "output_paused": self.flood.is_paused(),
+            "redraw_pauses": self.redraw.pauses(),
         })
     }
 }

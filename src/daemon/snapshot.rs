@@ -133,6 +133,16 @@ fn shown_title(sent: Option<&str>, tmux_title: &str) -> String {
     if let Some(t) = sent {
         return t.to_string();
     }
+    if is_default_title(tmux_title) {
+        String::new()
+    } else {
+        tmux_title.to_string()
+    }
+}
+
+/// Whether a pane title is only what tmux gives a pane before its program sets one: the host
+/// name (whole or up to its first dot).
+pub(super) fn is_default_title(tmux_title: &str) -> bool {
     static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let host = HOST.get_or_init(|| {
         std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -141,9 +151,5 @@ fn shown_title(sent: Option<&str>, tmux_title: &str) -> String {
             .to_string()
     });
     let short = host.split('.').next().unwrap_or(host);
-    if tmux_title == host || tmux_title == short {
-        String::new()
-    } else {
-        tmux_title.to_string()
-    }
+    tmux_title == host || tmux_title == short
 }

@@ -272,6 +272,12 @@ impl PaneSignals {
         self.title.as_deref()
     }
 
+    /// A title the program sent that reached us another way (tmux's `pane_title`, read while
+    /// our copy of the pane's output was paused).
+    pub fn set_title(&mut self, title: String) {
+        self.title = Some(title);
+    }
+
     /// The last OSC 9;4 progress the program sent (`None` until it sends), for `osc_progress`.
     pub fn progress(&self) -> Option<Progress> {
         self.progress
