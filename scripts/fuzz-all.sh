@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 shift || true
-all=(scanner status_report user_var control_mode manifest config socket_request)
+all=(scanner status_report user_var control_mode manifest config socket_request osc99)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all[@]}"); fi
 runs=${FUZZ_RUNS:-10000000}
 # Release code with debug assertions (an overflow panics), without AddressSanitizer: the crate
@@ -125,6 +125,11 @@ for r in "${requests[@]}"; do
   n=$((n + 1))
 done
 printf '%s\n' "${requests[@]}" >"$seeds/socket_request/all"
+
+# OSC 99: a title and body in chunks (plain and base64), a query, a close, and a lone title.
+printf '\x00i=n1:d=0:p=title;Build done\x1e\x02i=n1:d=0:p=body:e=1;ZmluaXNoZWQgaW4gM3M=\x1e\x05i=n1:o=always:u=2:p=body; ok' >"$seeds/osc99/chunks"
+printf 'i=q:p=?;' >"$seeds/osc99/query"
+printf 'i=n2:p=close;\x1e\x00;hello' >"$seeds/osc99/close-plain"
 
 # --- Runs ------------------------------------------------------------------------------------
 cargo +nightly fuzz build $flags
