@@ -659,6 +659,34 @@ fn bursts_of_redraws_do_not_hide_the_states_between_them() {
     assert_eq!(seen, ["working", "idle", "blocked"], "events: {all:#?}");
 }
 
+/// An agent that was running before the daemon started sent its title when nobody read its
+/// bytes; Gemini CLI puts its state there and sends it again only when the state changes. The
+/// daemon takes the title tmux holds for the pane at its first look, so such a pane reads
+/// "working" at once (it read "idle" until the next change before).
+#[test]
+fn an_agent_running_before_the_daemon_started_is_read_with_the_title_it_sent_then() {
+    let frame = fixture("gemini-cli/0.61.0/005-working.txt");
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let agent = env.path("bin/gemini");
+    script(
+        &agent,
+        &format!(
+            "#!/bin/bash\nprintf '\\033]2;%s\\007' '✦  Working… (gemini)'\n\
+             printf '\\033[H\\033[2J'\ncat {frame}\nsleep 300\n"
+        ),
+    );
+    let pane = tmux.new_session("gem", Some(&agent.display().to_string()));
+    wait_for(10, "the title in tmux", || {
+        let t = tmux.cmd(&["display-message", "-p", "-t", &pane, "#{pane_title}"]);
+        t.contains("Working").then_some(())
+    });
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let row = env.wait_row(&tmux, &pane, "state", "working", 10);
+    assert_eq!(row["rule"], "title_working", "{row}");
+}
+
 #[test]
 fn an_agent_started_later_by_the_panes_own_first_process_is_identified() {
     let mut tmux = Tmux::new();

@@ -173,11 +173,22 @@ impl Daemon {
         self.prober.answered(probed.pane);
         let pane = probed.pane;
         let detection = self.config.config.agent_status_detection;
+        let tmux_title = self
+            .inventory()
+            .and_then(|i| i.panes.get(&pane))
+            .map(|i| i.title.clone())
+            .filter(|t| !t.is_empty() && !super::snapshot::is_default_title(t));
         let Some(p) = self.panes.get_mut(&pane).filter(|p| p.pid == probed.pid) else {
             return;
         };
         let before = p.agent().map(str::to_string);
-        let fx = p.apply_probe(now, probed, &self.rules.identities, detection);
+        let fx = p.apply_probe(
+            now,
+            probed,
+            &self.rules.identities,
+            detection,
+            tmux_title.as_deref(),
+        );
         let identified = p.agent().is_some() && p.agent() != before.as_deref();
         let release = if p.unread() { None } else { p.flood.release() };
         if identified {

@@ -71,6 +71,8 @@ pub struct PaneEntry {
     var_since_look: bool,
     /// A prompt mark waits for the probe that tells whether the shell is back.
     prompt_pending: bool,
+    /// No probe has answered yet for this entry.
+    unprobed: bool,
 }
 
 /// Output leads to a look at a pane's foreground at most this often.
@@ -119,6 +121,7 @@ impl PaneEntry {
             children: String::new(),
             var_since_look: false,
             prompt_pending: false,
+            unprobed: true,
         }
     }
 
@@ -173,14 +176,23 @@ impl PaneEntry {
         }
     }
 
-    /// A probe's answer: the foreground job, identified, told to the tracker.
+    /// A probe's answer: the foreground job, identified, told to the tracker. `tmux_title`:
+    /// the pane's title as tmux holds it now, unless it is tmux's default (the host name).
+    ///
+    /// The first answer for a pane adopts `tmux_title` as the title its program sent: a pane
+    /// that was running before the daemon started (or before its session's client attached)
+    /// sent its title when we were not reading, and agents that put their state in the title
+    /// (Gemini CLI's "Working…", Codex's spinner) send it again only when the state changes.
     pub fn apply_probe(
         &mut self,
         now: Now,
         probed: Probed,
         table: &IdentityTable,
         detection: bool,
+        tmux_title: Option<&str>,
     ) -> Vec<PaneEffect> {
+        let first = std::mem::take(&mut self.unprobed);
+        let mut adopted = false;
         self.looked_at = Some(now.at);
         let before = program(&self.fg);
         self.fg = probed.fg;
@@ -201,10 +213,21 @@ impl PaneEntry {
             self.agent_version = None;
             // S9.4: what the previous program sent never reaches the next one's rules.
             self.signals.reset();
+            if let Some(t) = tmux_title.filter(|_| first && self.agent().is_some()) {
+                self.signals.set_title(t.to_string());
+                adopted = true;
+            }
         }
         let mut fx = self
             .tracker
             .on_input(now.at, PaneInput::Foreground(self.fg_input()));
+        if adopted {
+            let spinner = self.signals.title_spinner();
+            fx.extend(
+                self.tracker
+                    .on_input(now.at, PaneInput::TitleSpinner(spinner)),
+            );
+        }
         if self.signals.user_var().is_some() {
             // Authority depends on time and on whether the reporter still runs.
             fx.extend(self.feed_user_var(now));
