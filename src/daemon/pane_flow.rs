@@ -191,12 +191,21 @@ impl Daemon {
         );
         let identified = p.agent().is_some() && p.agent() != before.as_deref();
         let release = if p.unread() { None } else { p.flood.release() };
+        // No longer an agent whose bytes are only redraws: read them all from now on.
+        let redraw = if p.redraw_only() {
+            None
+        } else {
+            p.redraw.release()
+        };
         if identified {
             // A newly identified agent: look at its screen now.
             self.captures.want(pane, now.at);
         }
         if let Some(a) = release {
             self.flood_action(pane, a);
+        }
+        if let Some(a) = redraw {
+            self.redraw_action(pane, a);
         }
         self.on_pane_effects(now, pane, fx);
     }
