@@ -15,9 +15,12 @@ use super::inventory::{
     list_clients_command, list_panes_command, list_sessions_command, parse_clients, parse_panes,
     parse_sessions, ClientInfo, Inventory, PaneInfo, SessionInfo,
 };
-use super::protocol::{Body, Notification};
+use super::protocol::Notification;
 use super::server::ServerAddress;
 use crate::ids::{PaneId, SessionId, WindowId};
+
+mod captures;
+pub use captures::{Captured, Captures};
 
 /// Subscription name prefix for a pane's title (`thinkterm_title_5` for `%5`).
 const SUB_TITLE: &str = "thinkterm_title_";
@@ -48,21 +51,6 @@ pub struct Lists {
 
 /// The longest wait for attaching one control client (local work: a connect and three writes).
 pub const ATTACH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The screens of a round of captures, in the order asked, as [`Observer::start_captures`]
-/// gives them.
-pub type Captures = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Captured>> + Send>>;
-
-/// One pane's capture.
-#[derive(Debug)]
-pub struct Captured {
-    /// The pane.
-    pub pane: PaneId,
-    /// Its visible screen, as `capture-pane -p -J` prints it, joined with `\n`.
-    pub screen: Result<String, CommandError>,
-    /// Its title as tmux holds it (`#{pane_title}`), when the round was asked to read it.
-    pub title: Option<String>,
-}
 
 /// What the observer reports.
 #[derive(Debug, PartialEq, Eq)]
@@ -529,105 +517,6 @@ impl Observer {
         let clients = self.drain_until(query).await?;
         self.apply_clients(clients);
         Ok(())
-    }
-
-    /// The visible screen of a pane, as `capture-pane -p -J` prints it, joined with `\n`.
-    pub async fn capture(&mut self, pane: PaneId) -> Result<String, CommandError> {
-        let mut one = self.capture_many(&[pane]).await;
-        one.pop().map_or(Err(CommandError::Closed), |(_, r)| r)
-    }
-
-    /// Captures several panes at once: every command is written before the first reply is
-    /// awaited, so the replies come back together (one wake-up, not one per pane). Results are
-    /// in the order of `panes`.
-    pub async fn capture_many(
-        &mut self,
-        panes: &[PaneId],
-    ) -> Vec<(PaneId, Result<String, CommandError>)> {
-        let screens = self.start_captures(panes, &[]);
-        let done = self.drain_until(screens).await;
-        done.into_iter().map(|c| (c.pane, c.screen)).collect()
-    }
-
-    /// [`Observer::capture_many`] without holding the observer: the commands go out now, and
-    /// the returned future gives the screens. The caller can go on taking in notifications
-    /// while tmux answers (a pane that floods the connection ahead of the replies is then still
-    /// seen, and paused). The panes in `resume` have their output copy resumed first and their
-    /// title read with the screen, on the connection of the pane's session: tmux handles one
-    /// client's commands in order, so what the pane writes after the capture reaches us.
-    pub fn start_captures(&self, panes: &[PaneId], resume: &[PaneId]) -> Captures {
-        let mut pending = Vec::with_capacity(panes.len());
-        for p in panes {
-            let conn = match self.connection_of(*p) {
-                Ok(c) => c,
-                Err(e) => {
-                    pending.push((*p, None, Err(e)));
-                    continue;
-                }
-            };
-            let title = resume.contains(p).then(|| {
-                self.set_output(*p, true);
-                conn.start_body(format!("display-message -p -t {p} '#{{pane_title}}'"))
-            });
-            pending.push((
-                *p,
-                title,
-                Ok(conn.start_body(format!("capture-pane -p -J -t {p}"))),
-            ));
-        }
-        Box::pin(async move {
-            let mut out = Vec::with_capacity(pending.len());
-            for (pane, title, screen) in pending {
-                let title = match title {
-                    Some(t) => t.await.ok().map(Body::into_text),
-                    None => None,
-                };
-                let screen = match screen {
-                    Ok(reply) => reply.await.map(Body::into_text),
-                    Err(e) => Err(e),
-                };
-                out.push(Captured {
-                    pane,
-                    screen,
-                    title,
-                });
-            }
-            out
-        })
-    }
-
-    /// The connection that sees `pane`: the one attached to the pane's session, else any.
-    fn connection_of(&self, pane: PaneId) -> Result<&Connection, CommandError> {
-        self.inventory
-            .panes
-            .get(&pane)
-            .and_then(|p| self.conns.get(&p.session))
-            .filter(|c| c.is_open())
-            .map_or_else(|| self.any_connection(), Ok)
-    }
-
-    /// Pauses or resumes the copy of a pane's output sent to our control clients
-    /// (`refresh-client -A '%P:pause'` / `continue`). tmux keeps reading the pane either way:
-    /// unlike `off`, a pause never stalls the program, even with no other client attached.
-    /// Sent to the client of the pane's session; when we have none (a session of a group, whose
-    /// client is attached to another member), to every client: those that do not see the pane
-    /// answer with an error, which is dropped.
-    pub fn set_output(&self, pane: PaneId, on: bool) {
-        let action = if on { "continue" } else { "pause" };
-        let line = format!("refresh-client -A {}", quote(&format!("{pane}:{action}")));
-        match self
-            .inventory
-            .panes
-            .get(&pane)
-            .and_then(|p| self.conns.get(&p.session))
-        {
-            Some(conn) => conn.send(line),
-            None => {
-                for conn in self.conns.values() {
-                    conn.send(line.clone());
-                }
-            }
-        }
     }
 
     /// Waits for the next thing worth reporting. Cancel-safe.

@@ -1,0 +1,90 @@
+//! Tests of [`super`]: scanning output that was skipped or split.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Feeds raw chunks to one scanner and their escaped form, through [`Escaped::to_scan`], to
+/// another; returns both signal lists without bells.
+fn both(chunks: &[Vec<u8>]) -> (Vec<Signal>, Vec<Signal>) {
+    let (mut all, mut fast) = (PaneSignals::new(), PaneSignals::new());
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for c in chunks {
+        a.extend(all.feed_collect(c, 7));
+        if let Some(raw) = Escaped::from_raw(c).to_scan(fast.is_idle()) {
+            b.extend(fast.feed_collect(&raw, 7));
+        }
+    }
+    let no_bell =
+        |v: Vec<Signal>| -> Vec<Signal> { v.into_iter().filter(|s| *s != Signal::Bell).collect() };
+    (no_bell(a), no_bell(b))
+}
+
+#[test]
+fn skipping_text_before_an_esc_loses_no_signal_of_a_real_recording() {
+    let raw = crate::test_fixtures::read("codex/0.169.0/raw-main-120x40.bin");
+    for size in [1, 7, 333, 4096] {
+        let chunks: Vec<Vec<u8>> = raw.chunks(size).map(<[u8]>::to_vec).collect();
+        let (a, b) = both(&chunks);
+        assert!(a.iter().any(|s| matches!(s, Signal::StatusReport(_))));
+        assert_eq!(a, b, "chunks of {size}");
+    }
+}
+
+/// Regression: after output was skipped (a `%continue`, the end of a flood pause), a
+/// sequence left half open swallowed the text that followed, and the next title with it.
+#[test]
+fn a_sequence_left_open_by_skipped_output_does_not_swallow_what_follows() {
+    let t = Instant::now();
+    let now = Now::fake(t, 1_000_000);
+    let feed = |p: &mut PaneEntry, bytes: &[u8]| {
+        p.on_output(now, &Escaped::from_raw(bytes), true);
+    };
+    // What came after the skip: a prompt, then a bell.
+    let mut skipped = PaneEntry::new(1, t, 0);
+    feed(&mut skipped, b"\x1b]0;half a ti");
+    skipped.output_skipped();
+    feed(&mut skipped, b"user@host:~$ ");
+    feed(&mut skipped, b"\x07");
+    assert_eq!(skipped.signals.title(), None);
+    feed(&mut skipped, b"\x1b]2;next title\x07");
+    assert_eq!(skipped.signals.title(), Some("next title"));
+    // Without the reset the prompt and the bell close the open title: a title made of the
+    // piece before the skip and the text after it (what the fix prevents).
+    let mut open = PaneEntry::new(1, t, 0);
+    feed(&mut open, b"\x1b]0;half a ti");
+    feed(&mut open, b"user@host:~$ ");
+    feed(&mut open, b"\x07");
+    assert_eq!(open.signals.title(), Some("half a tiuser@host:~$ "));
+}
+
+proptest! {
+    #[test]
+    fn skipping_text_before_an_esc_loses_no_signal(
+        pieces in proptest::collection::vec(0usize..10, 0..16),
+        cuts in proptest::collection::vec(any::<usize>(), 0..8),
+    ) {
+        const PIECES: [&[u8]; 10] = [
+            b"\x1b]0;a title\x07",
+            b"\x1b]2;t\x1b\\",
+            b"\x1b]7501;state=working\x1b\\",
+            b"\x1b]9;4;1;50\x07",
+            b"\x1bPtmux;\x1b\x1b]0;p\x07\x1b\\",
+            b"plain text, $ ls\r\n",
+            b"\x07",
+            b"\x1b[1mbold\x1b[0m",
+            b"\x1b]0;cut\x18",
+            b"\x1b]133;A\x07",
+        ];
+        let stream: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+        let mut at: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+        at.sort_unstable();
+        let mut chunks = Vec::new();
+        let mut from = 0;
+        for to in at.into_iter().chain([stream.len()]) {
+            chunks.push(stream[from..to].to_vec());
+            from = to;
+        }
+        let (a, b) = both(&chunks);
+        prop_assert_eq!(a, b);
+    }
+}
