@@ -226,9 +226,8 @@ impl Daemon {
         }
     }
 
-    /// Pauses or resumes our copy of a pane's output (see [`super::flood`]).
-    /// Pauses or resumes our copy of an agent pane's redraws (see `redraw`). A paused pane
-    /// keeps its capture: that capture resumes it.
+    /// Pauses or resumes our copy of an agent pane's redraws (see [`super::redraw`]). A paused
+    /// pane keeps its capture: that capture resumes it.
     pub(super) fn redraw_action(&mut self, pane: PaneId, action: GateAction) {
         let on = action == GateAction::Resume;
         tracing::debug!(%pane, on, "redraw gate: output copy {}", if on { "resumed" } else { "paused" });
@@ -242,6 +241,7 @@ impl Daemon {
         }
     }
 
+    /// Pauses or resumes our copy of a pane's output (see [`super::flood`]).
     pub(super) fn flood_action(&mut self, pane: PaneId, action: FloodAction) {
         let on = action == FloodAction::Resume;
         tracing::debug!(%pane, on, "flooding pane: output copy {}", if on { "resumed" } else { "paused" });

@@ -179,10 +179,11 @@ impl PaneEntry {
     /// A probe's answer: the foreground job, identified, told to the tracker. `tmux_title`:
     /// the pane's title as tmux holds it now, unless it is tmux's default (the host name).
     ///
-    /// The first answer for a pane adopts `tmux_title` as the title its program sent: a pane
-    /// that was running before the daemon started (or before its session's client attached)
-    /// sent its title when we were not reading, and agents that put their state in the title
-    /// (Gemini CLI's "Working…", Codex's spinner) send it again only when the state changes.
+    /// The first answer for a pane keeps the title read from its bytes, else adopts
+    /// `tmux_title` as the title its program sent: a pane that was running before the daemon
+    /// started (or before its session's client attached) sent its title when we were not
+    /// reading, and agents that put their state in the title (Gemini CLI's "Working…", Codex's
+    /// spinner) send it again only when the state changes.
     pub fn apply_probe(
         &mut self,
         now: Now,
@@ -211,10 +212,18 @@ impl PaneEntry {
             self.drift.reset();
             // Its version follows from the version thread.
             self.agent_version = None;
+            // At the first answer there was no previous program for us: a title read from
+            // the bytes since we started is the newest, else tmux's.
+            let title = self
+                .signals
+                .title()
+                .or(tmux_title)
+                .map(str::to_string)
+                .filter(|_| first && self.agent().is_some());
             // S9.4: what the previous program sent never reaches the next one's rules.
             self.signals.reset();
-            if let Some(t) = tmux_title.filter(|_| first && self.agent().is_some()) {
-                self.signals.set_title(t.to_string());
+            if let Some(t) = title {
+                self.signals.set_title(t);
                 adopted = true;
             }
         }
