@@ -106,8 +106,7 @@ impl Prober {
             .spawn(move || {
                 while let Some((pane, pid)) = rx.blocking_recv() {
                     let fg = foreground::probe(pid);
-                    // Full: the versions of this job wait for the next probe.
-                    let _ = jobs.try_send((pane, pid, fg.procs.clone()));
+                    let procs = fg.procs.clone();
                     let probed = Probed {
                         pane,
                         pid,
@@ -117,6 +116,11 @@ impl Prober {
                     if out.blocking_send(Answer::Probed(probed)).is_err() {
                         return;
                     }
+                    // Only now: the versions go on the same channel, so they always come after
+                    // the answer that identifies the agent they belong to (sent first, a cached
+                    // version could arrive before the identity and be dropped for good).
+                    // Full: the versions of this job wait for the next probe.
+                    let _ = jobs.try_send((pane, pid, procs));
                 }
             })?;
         Ok((
