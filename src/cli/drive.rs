@@ -352,6 +352,9 @@ fn state_word(r: &PaneRow) -> &'static str {
     r.state.map(|s| s.as_str()).unwrap_or("unknown")
 }
 
+/// How long `wait` gives a pane it does not find to appear (a pane made a moment ago).
+const NEW_PANE_GRACE: Duration = Duration::from_secs(2);
+
 /// How [`wait_on`] ended.
 enum Waited {
     Reached(Box<PaneRow>),
@@ -445,9 +448,28 @@ pub async fn wait(
         let mut c = connect(cli).await?;
         target(&mut c, name).await?
     };
+    // A pane made a moment ago (`start`, `tmux new-window`) may not be in the daemon's list yet
+    // (it lists again some tens of milliseconds after tmux tells it): give it a moment before
+    // the stream's first snapshot would say "no pane".
     let local = {
         let mut c = connect(cli).await?;
-        snapshot(&mut c).await?.1
+        let until = Instant::now() + NEW_PANE_GRACE;
+        loop {
+            let (rows, local) = snapshot(&mut c).await?;
+            let listed = rows.iter().any(|r| {
+                r.pane == t.pane
+                    && match (&t.machine, r.machine.as_deref()) {
+                        (Some(m), Some(x)) => m == x,
+                        (Some(_), None) => false,
+                        (None, None) => true,
+                        (None, Some(x)) => local.as_deref() == Some(x),
+                    }
+            });
+            if listed || Instant::now() >= until {
+                break local;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     };
     let print = |row: &PaneRow| -> anyhow::Result<()> {
         if json {

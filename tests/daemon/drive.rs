@@ -180,6 +180,13 @@ fn send_waits_for_idle_on_request_wait_reports_a_closed_pane_and_start_runs_an_a
     // pane, is then on its way: a pane gone before that would be "no pane", another error).
     wait_for(10, "the waiter to subscribe", || {
         let (_, out, _) = env.run(&tmux, &["doctor", "--json"]);
+        // A waiter that ended already (a pane made a moment ago read as "no pane", once) says
+        // why, instead of a timeout that hides it.
+        if let Ok(Some(st)) = waiting.try_wait() {
+            let mut e = String::new();
+            std::io::Read::read_to_string(waiting.stderr.as_mut().unwrap(), &mut e).unwrap();
+            panic!("the waiter ended before the pane closed ({st:?}): {e}");
+        }
         out.contains(" 1 stream(s) followed").then_some(())
     });
     tmux.cmd(&["kill-pane", "-t", &started]);
