@@ -154,15 +154,7 @@ impl Waiter {
     }
 
     fn mine(&self, pane: PaneId, machine: Option<&str>) -> bool {
-        if pane != self.target.pane {
-            return false;
-        }
-        match (&self.target.machine, machine) {
-            (Some(m), Some(r)) => m == r,
-            (Some(_), None) => false,
-            (None, None) => true,
-            (None, Some(r)) => self.local.as_deref() == Some(r),
-        }
+        names_row(&self.target, self.local.as_deref(), pane, machine)
     }
 
     /// A snapshot (the first one, or a fresh one on the stream).
@@ -352,6 +344,25 @@ fn state_word(r: &PaneRow) -> &'static str {
     r.state.map(|s| s.as_str()).unwrap_or("unknown")
 }
 
+/// Whether a row (`pane` on `machine`, `None` for a row without one) is the pane `target`
+/// names; `local` is this computer's machine name, which a target without a machine means.
+fn names_row(
+    target: &PaneTarget,
+    local: Option<&str>,
+    pane: PaneId,
+    machine: Option<&str>,
+) -> bool {
+    if pane != target.pane {
+        return false;
+    }
+    match (&target.machine, machine) {
+        (Some(m), Some(r)) => m == r,
+        (Some(_), None) => false,
+        (None, None) => true,
+        (None, Some(r)) => local == Some(r),
+    }
+}
+
 /// How long `wait` gives a pane it does not find to appear (a pane made a moment ago).
 const NEW_PANE_GRACE: Duration = Duration::from_secs(2);
 
@@ -456,15 +467,9 @@ pub async fn wait(
         let until = Instant::now() + NEW_PANE_GRACE;
         loop {
             let (rows, local) = snapshot(&mut c).await?;
-            let listed = rows.iter().any(|r| {
-                r.pane == t.pane
-                    && match (&t.machine, r.machine.as_deref()) {
-                        (Some(m), Some(x)) => m == x,
-                        (Some(_), None) => false,
-                        (None, None) => true,
-                        (None, Some(x)) => local.as_deref() == Some(x),
-                    }
-            });
+            let listed = rows
+                .iter()
+                .any(|r| names_row(&t, local.as_deref(), r.pane, r.machine.as_deref()));
             if listed || Instant::now() >= until {
                 break local;
             }
