@@ -7,6 +7,16 @@ use thinkterm_sidecar::logging::{self, Sink};
 use thinkterm_sidecar::service;
 
 fn main() {
+    // `pipe-pane` runs us as a pane's relay: hand its pipe to the daemon and leave, before
+    // anything else (no command line parsing, no logging: tmux gave us no terminal).
+    let mut args = std::env::args_os().skip(1);
+    if args
+        .next()
+        .is_some_and(|a| a == thinkterm_sidecar::tmux::pipe::relay::RELAY_ARG)
+    {
+        let rest: Vec<std::ffi::OsString> = args.collect();
+        std::process::exit(thinkterm_sidecar::tmux::pipe::relay::run(&rest));
+    }
     let cli = Cli::parse();
     if matches!(&cli.command, Command::Run(a) if a.detached_child) {
         // Started by `run --detach`: no terminal, a process group and session of its own.

@@ -516,11 +516,14 @@ fn an_agent_behind_ssh_is_recognised_by_its_screen_and_title() {
     assert_eq!(row["source"], "screen_rule");
 }
 
+/// With the panes read through the control clients (`pane_pipes = false`): the flood gate.
 #[test]
 fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
     let working = fixture("claude-code/2.1.328/003-working.txt");
     let mut tmux = Tmux::new();
-    let env = Env::new();
+    let mut env = Env::new();
+    env.vars
+        .push(("THINKTERM_PANE_PIPES".into(), "false".into()));
     let agent = support::drawing_agent(&env, "claude");
     let flood = tmux.new_session("flood", Some("yes"));
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
@@ -563,11 +566,14 @@ fn a_flooding_pane_is_paused_for_us_only_and_everything_else_keeps_working() {
 /// An agent pane that redraws heavily (here 768 KiB of cursor moves before each frame) has our
 /// copy of its output paused between captures (`redraw_pause_kib`), and nothing is lost: each
 /// frame's state is still published, and a title sent while the copy was paused is read with
-/// the next capture.
+/// the next capture. The gate is the control clients' (`pane_pipes = false`): a pipe has no
+/// copy to pause.
 #[test]
 fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
     let mut tmux = Tmux::new();
-    let env = Env::new();
+    let mut env = Env::new();
+    env.vars
+        .push(("THINKTERM_PANE_PIPES".into(), "false".into()));
     let agent = support::drawing_agent(&env, "claude");
     let pane = tmux.new_session("gate", Some(&agent.display().to_string()));
     let d = Daemon::start(&env, &tmux);
@@ -609,6 +615,78 @@ fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
     // A frame drawn after the gate resumed the pane is seen as before.
     tmux.type_line(&pane, &fixture("claude-code/2.1.328/003-working.txt"));
     env.wait_row(&tmux, &pane, "state", "working", 10);
+}
+
+/// With pipes (the default), a pane that writes as fast as tmux reads costs the rest nothing:
+/// an agent beside it is classified, the daemon's memory stays bounded (its reader never holds
+/// more than `MAX_PENDING`), the flooding program is never held up, and whatever the pane runs
+/// next is read from its first report.
+#[test]
+fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
+    let working = fixture("claude-code/2.1.328/003-working.txt");
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let agent = support::drawing_agent(&env, "claude");
+    let flood = tmux.new_session("flood", Some("yes"));
+    let pane = tmux.new_session("work", Some(&agent.display().to_string()));
+    let yes: u32 = tmux
+        .cmd(&["display-message", "-p", "-t", &flood, "#{pane_pid}"])
+        .trim()
+        .parse()
+        .unwrap();
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let explain = |p: &str| {
+        let (code, out, _) = env.run(&tmux, &["explain", p, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+        (code == 0).then_some(v)
+    };
+    wait_for(10, "both panes read through their pipes", || {
+        (explain(&flood)?["output"] == "pipe" && explain(&pane)?["output"] == "pipe").then_some(())
+    });
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
+    tmux.type_line(&pane, &working);
+    env.wait_row(&tmux, &pane, "state", "working", 10);
+    // `yes` keeps running (tmux never stops reading it for our sake), and we keep up.
+    let cpu = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let f: Vec<&str> = stat
+            .rsplit_once(") ")
+            .map(|r| r.1.split(' ').collect())
+            .unwrap_or_default();
+        let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        tick(11) + tick(12)
+    };
+    let before = cpu(yes);
+    wait_for(10, "the flooding program to keep running", || {
+        (cpu(yes) > before + 20).then_some(())
+    });
+    let rss = support::rss_kib(d.child.id());
+    assert!(rss < 60 * 1024, "daemon RSS {rss} KiB while a pane floods");
+    let reporter = env.path("reporter.sh");
+    script(
+        &reporter,
+        &format!(
+            "#!/bin/bash\n{BIN} report --app flooder --state blocked --kind permission\nexec sleep 300\n"
+        ),
+    );
+    tmux.cmd(&[
+        "respawn-pane",
+        "-k",
+        "-t",
+        &flood,
+        &reporter.display().to_string(),
+    ]);
+    let row = env.wait_row(&tmux, &flood, "state", "blocked", 15);
+    assert_eq!(row["source"], "status_report", "{row}");
+    assert_eq!(
+        explain(&flood).unwrap()["output"],
+        "pipe",
+        "the pipe outlives respawn-pane"
+    );
+    let started = std::time::Instant::now();
+    d.stop();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
 /// Gemini CLI's recorded stream written in three bursts as fast as the pty takes them (1.2 MB of

@@ -222,7 +222,7 @@ async fn collect_output(obs: &mut Observer, pane: &str, until: &[u8]) -> Vec<u8>
     while memchr::memmem::find(&got, until).is_none() {
         match tokio::time::timeout_at(deadline, obs.next()).await {
             Ok(Observed::Output { pane: p, data }) if p.to_string() == pane => {
-                got.extend(data.unescape())
+                got.extend(data.to_raw())
             }
             Ok(_) => {}
             Err(_) => panic!("timed out; got {:?}", String::from_utf8_lossy(&got)),
@@ -360,7 +360,7 @@ fn a_busy_pane_is_read_on_the_grid_and_nothing_is_lost() {
             match tokio::time::timeout_at(deadline, obs.next()).await {
                 Ok(Observed::Output { pane: p, data }) if p.to_string() == pane => {
                     batches += 1;
-                    got.extend(data.unescape());
+                    got.extend(data.to_raw());
                 }
                 Ok(_) => {}
                 Err(_) => panic!("timed out; got {:?}", String::from_utf8_lossy(&got)),
@@ -426,7 +426,7 @@ async fn output_within(obs: &mut Observer, pane: &str, window: std::time::Durati
     while let Ok(o) = tokio::time::timeout_at(end, obs.next()).await {
         if let Observed::Output { pane: p, data } = o {
             if p.to_string() == pane {
-                n += data.wire_len();
+                n += data.len();
             }
         }
     }
@@ -802,5 +802,401 @@ fn a_focus_plan_waits_for_tmux_and_reports_its_refusal() {
             }
             other => panic!("{other:?}"),
         }
+    });
+}
+
+// ---- Pane pipes (issue 18): each pane's bytes through a pipe of its own ----
+
+use thinkterm_sidecar::tmux::connection::Pacing;
+use thinkterm_sidecar::tmux::pipe::PipeConfig;
+
+/// The sidecar binary, which `pipe-pane` runs as the relay.
+const RELAY: &str = env!("CARGO_BIN_EXE_thinkterm-sidecar");
+
+/// Runs the observer with pane pipes, the relay being `relay`.
+fn with_piped_observer<T>(
+    tmux: &Tmux,
+    relay: &str,
+    f: impl AsyncFnOnce(&mut Observer, &std::path::Path) -> T,
+) -> T {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("pipe.sock");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
+        let cfg = PipeConfig {
+            relay: relay.into(),
+            socket: socket.clone(),
+        };
+        let mut obs =
+            Observer::connect_with(find_tmux().unwrap(), addr, Pacing::immediate(), Some(cfg))
+                .await
+                .expect("observer connects");
+        f(&mut obs, &socket).await
+    })
+}
+
+/// Takes what the observer reports until `done` says so, re-listing at each structural change
+/// as the daemon does; panics after `secs` seconds.
+async fn until_listed(
+    obs: &mut Observer,
+    secs: u64,
+    what: &str,
+    mut done: impl FnMut(&Observer, &Observed) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        if done(obs, &Observed::Structure) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        // A condition outside the observer (a descriptor closed) is looked at every 100 ms.
+        let tick =
+            (tokio::time::Instant::now() + std::time::Duration::from_millis(100)).min(deadline);
+        let Ok(o) = tokio::time::timeout_at(tick, obs.next()).await else {
+            continue;
+        };
+        if o == Observed::Structure {
+            obs.refresh().await.expect("re-list");
+        }
+        if done(obs, &o) {
+            return;
+        }
+    }
+}
+
+/// Collects a pane's bytes (re-listing as it goes) until `until` is among them; also returns
+/// every other pane's.
+async fn collect_listed(obs: &mut Observer, pane: &str, until: &[u8]) -> Vec<u8> {
+    let mut got = Vec::new();
+    until_listed(obs, 10, &format!("{until:?} from {pane}"), |_, o| {
+        if let Observed::Output { pane: p, data } = o {
+            if p.to_string() == pane {
+                got.extend(data.to_raw());
+            }
+        }
+        memchr::memmem::find(&got, until).is_some()
+    })
+    .await;
+    got
+}
+
+fn client_flags(tmux: &Tmux) -> Vec<(String, String)> {
+    tmux.cmd(&["list-clients", "-F", "#{session_name} #{client_flags}"])
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(s, f)| (s.to_string(), f.to_string()))
+        .collect()
+}
+
+#[test]
+fn panes_are_read_through_their_pipes_byte_exact_and_the_clients_take_no_output() {
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("piped", None);
+    with_piped_observer(&tmux, RELAY, async |obs, _| {
+        let id = pane.parse().unwrap();
+        until_listed(obs, 10, "the pane's pipe", |obs, _| {
+            obs.output_source(id) == "pipe"
+        })
+        .await;
+        tmux.type_line(
+            &pane,
+            r"printf '\033]7501;state=working\033\\'; printf 'X\377\376Y\n'",
+        );
+        let got = collect_listed(obs, &pane, b"X\xff\xfeY").await;
+        assert!(
+            memchr::memmem::find(&got, b"\x1b]7501;state=working\x1b\\").is_some(),
+            "{got:?}"
+        );
+        // Marked as a sidecar's pipe; our client takes no output.
+        assert!(
+            tmux.cmd(&["display-message", "-p", "-t", &pane, "#{pane_pipe}"])
+                .trim()
+                == "1"
+        );
+        let mark = tmux.cmd(&["show-options", "-pqv", "-t", &pane, "@thinkterm_pipe"]);
+        assert_eq!(mark.trim().len(), 32, "{mark:?}");
+        let flags = client_flags(&tmux);
+        assert!(
+            flags.iter().any(|(s, f)| s == "piped"
+                && f.contains("control-mode")
+                && f.contains("no-output")),
+            "{flags:?}"
+        );
+        // Captures still come over the control connection.
+        let screen = obs.capture(id).await.expect("capture");
+        assert!(screen.contains("printf"), "{screen}");
+        // What the observer installs, it takes away: hooks, pipes and marks.
+        obs.uninstall().await;
+        let hooks = tmux.cmd(&["show-hooks", "-g"]);
+        assert!(!hooks.contains("__pipe-relay"), "{hooks}");
+        wait_for(5, "our pipe closed", || {
+            (tmux
+                .cmd(&["display-message", "-p", "-t", &pane, "#{pane_pipe}"])
+                .trim()
+                == "0")
+                .then_some(())
+        });
+        let mark = tmux.cmd(&["show-options", "-pqv", "-t", &pane, "@thinkterm_pipe"]);
+        assert_eq!(mark.trim(), "");
+    });
+}
+
+/// A pane made after the observer started is piped by our hook before tmux reads its first
+/// byte: the program's very first output reaches us although no control client takes output
+/// (new window, split and new session alike).
+#[test]
+fn a_new_pane_is_piped_by_our_hook_before_its_first_byte() {
+    let mut tmux = Tmux::new();
+    tmux.new_session("hooks", None);
+    with_piped_observer(&tmux, RELAY, async |obs, _| {
+        let window = tmux.new_window("hooks", Some("printf 'FIRST-WINDOW\\n'; exec sleep 300"));
+        collect_listed(obs, &window, b"FIRST-WINDOW").await;
+        let split = tmux
+            .cmd(&[
+                "split-window",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-t",
+                "hooks",
+                "printf 'FIRST-SPLIT\\n'; exec sleep 300",
+            ])
+            .trim()
+            .to_string();
+        collect_listed(obs, &split, b"FIRST-SPLIT").await;
+        let session = tmux
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                "-s",
+                "later",
+                "printf 'FIRST-SESSION\\n'; exec sleep 300",
+            ])
+            .trim()
+            .to_string();
+        collect_listed(obs, &session, b"FIRST-SESSION").await;
+        for p in [&window, &split, &session] {
+            let id = p.parse().unwrap();
+            until_listed(obs, 5, "the pane listed as piped", |obs, _| {
+                obs.output_source(id) == "pipe"
+            })
+            .await;
+        }
+    });
+}
+
+/// The person's own `pipe-pane` is never replaced: that pane is read through its session's
+/// control client (whose output is switched on, the session's piped panes paused in it), its
+/// pipe keeps getting every byte, and no pane's bytes come twice. When the person's
+/// `pipe-pane` later replaces one of ours, that pane goes to its client too, and stays theirs.
+#[test]
+fn a_pane_with_its_own_pipe_is_left_to_it_and_read_through_its_client() {
+    let mut tmux = Tmux::new();
+    let theirs = tmux.new_session("mixed", None);
+    let ours = tmux.new_window("mixed", None);
+    let other = tmux.new_session("other", None);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("their.log");
+    tmux.cmd(&[
+        "pipe-pane",
+        "-t",
+        &theirs,
+        &format!("cat >> {}", log.display()),
+    ]);
+    with_piped_observer(&tmux, RELAY, async |obs, _| {
+        let (t, o, x) = (
+            theirs.parse().unwrap(),
+            ours.parse().unwrap(),
+            other.parse().unwrap(),
+        );
+        until_listed(obs, 10, "the sources", |obs, _| {
+            obs.output_source(o) == "pipe" && obs.output_source(x) == "pipe"
+        })
+        .await;
+        assert_eq!(
+            obs.output_source(t),
+            "control client (the pane has a pipe-pane of its own)"
+        );
+        obs.command("display-message -p ok")
+            .await
+            .expect("answered");
+        let flags = client_flags(&tmux);
+        assert!(
+            flags.iter().any(|(s, f)| s == "mixed"
+                && f.contains("control-mode")
+                && !f.contains("no-output")),
+            "{flags:?}"
+        );
+        assert!(
+            flags
+                .iter()
+                .any(|(s, f)| s == "other" && f.contains("no-output")),
+            "{flags:?}"
+        );
+        tmux.type_line(&theirs, "echo THEIRS-$((6*7))");
+        collect_listed(obs, &theirs, b"THEIRS-42").await;
+        wait_for(5, "their pipe to get the bytes too", || {
+            std::fs::read_to_string(&log)
+                .ok()?
+                .contains("THEIRS-42")
+                .then_some(())
+        });
+        // Each byte of the piped pane once, though its session's client takes output.
+        tmux.type_line(&ours, "echo OURS-$((6*7)); echo END-$((6*7))");
+        let got = collect_listed(obs, &ours, b"END-42").await;
+        let n = memchr::memmem::find_iter(&got, b"OURS-42").count();
+        assert_eq!(n, 1, "{:?}", String::from_utf8_lossy(&got));
+        // The person's pipe-pane replaces ours: that pane is theirs from now on.
+        let log2 = dir.path().join("their2.log");
+        tmux.cmd(&[
+            "pipe-pane",
+            "-t",
+            &ours,
+            &format!("cat >> {}", log2.display()),
+        ]);
+        until_listed(
+            obs,
+            10,
+            "the replaced pane to go to its client",
+            |obs, _| obs.output_source(o) == "control client (another pipe-pane replaced ours)",
+        )
+        .await;
+        // The client's copy of the pane is resumed by a command sent with that change; once a
+        // later command on the same connection is answered, it has taken effect (what the pane
+        // wrote in between is not seen: the gap of a few milliseconds the README names).
+        obs.command("display-message -p ok")
+            .await
+            .expect("answered");
+        tmux.type_line(&ours, "echo AGAIN-$((6*7))");
+        collect_listed(obs, &ours, b"AGAIN-42").await;
+        let mark = tmux.cmd(&["show-options", "-pqv", "-t", &ours, "@thinkterm_pipe"]);
+        assert_eq!(mark.trim(), "", "our mark is taken off their pipe");
+        obs.uninstall().await;
+        tmux.type_line(&ours, "echo STILL-$((6*7))");
+        wait_for(5, "their pipe to outlive us", || {
+            std::fs::read_to_string(&log2)
+                .ok()?
+                .contains("STILL-42")
+                .then_some(())
+        });
+    });
+}
+
+/// Only this observer's relays are taken: a hand-over with another token is refused (the
+/// descriptor is closed at once); with the token, the pipe is taken and its bytes arrive.
+#[test]
+fn a_hand_over_with_another_token_is_refused() {
+    use std::io::{Read as _, Write as _};
+    let mut tmux = Tmux::new();
+    let pane = tmux.new_session("token", None);
+    with_piped_observer(&tmux, RELAY, async |obs, socket| {
+        let id = pane.parse().unwrap();
+        until_listed(obs, 10, "the pane's pipe", |obs, _| {
+            obs.output_source(id) == "pipe"
+        })
+        .await;
+        let token = tmux
+            .cmd(&["show-options", "-pqv", "-t", &pane, "@thinkterm_pipe"])
+            .trim()
+            .to_string();
+        let relay = |tok: &str| {
+            let (mine, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            let st = std::process::Command::new(RELAY)
+                .args(["__pipe-relay", &socket.display().to_string(), &pane, tok])
+                .stdin(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+                .status()
+                .unwrap();
+            assert!(st.success(), "the relay hands over");
+            mine
+        };
+        let mut refused = relay("ffffffffffffffffffffffffffffffff");
+        let mut buf = [0u8; 1];
+        let mut taken = relay(&token);
+        // The refused descriptor is closed: our end reads end of file (the observer runs on
+        // this thread, so give it turns while we wait).
+        refused.set_nonblocking(true).unwrap();
+        until_listed(obs, 10, "the refused pipe closed", |_, _| {
+            matches!(refused.read(&mut buf), Ok(0))
+        })
+        .await;
+        taken.write_all(b"BY-HAND-OVER").unwrap();
+        collect_listed(obs, &pane, b"BY-HAND-OVER").await;
+    });
+}
+
+/// When no pipe is ever handed over (here the "relay" is `/bin/true`, which exits at once),
+/// pipes are given up for the server and every pane is read through its control client.
+#[test]
+fn a_relay_that_cannot_run_leaves_every_pane_to_its_control_client() {
+    let mut tmux = Tmux::new();
+    let a = tmux.new_session("nopipe", None);
+    tmux.new_window("nopipe", None);
+    tmux.new_window("nopipe", None);
+    with_piped_observer(&tmux, "/bin/true", async |obs, _| {
+        let id = a.parse().unwrap();
+        until_listed(obs, 15, "pipes given up", |obs, _| {
+            obs.output_source(id) == "control client (its pipe never came)"
+        })
+        .await;
+        // The switch went out with that change; a later answer on the connection follows it.
+        obs.command("display-message -p ok")
+            .await
+            .expect("answered");
+        let flags = client_flags(&tmux);
+        assert!(
+            flags
+                .iter()
+                .all(|(s, f)| s != "nopipe" || !f.contains("no-output")),
+            "{flags:?}"
+        );
+        tmux.type_line(&a, "echo FALLBACK-$((6*7))");
+        collect_listed(obs, &a, b"FALLBACK-42").await;
+    });
+}
+
+/// The relay's path and its socket's reach `sh` through tmux's parser (three levels deep in
+/// the hook), `pipe-pane`'s format and `strftime` expansion: spaces, quotes, `$`, `~`, `#`,
+/// `%`, `;` and backslashes in them change nothing.
+#[test]
+fn pipes_work_from_paths_with_quotes_dollars_hashes_and_percents() {
+    let mut tmux = Tmux::new();
+    let first = tmux.new_session("paths", None);
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("a b'c\"$HOME~#{x}%Y;\\z");
+    std::fs::create_dir(&odd).unwrap();
+    let relay = odd.join("relay $x");
+    std::os::unix::fs::symlink(RELAY, &relay).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
+        let cfg = PipeConfig {
+            relay: relay.clone(),
+            socket: odd.join("p'%d#.sock"),
+        };
+        let mut obs =
+            Observer::connect_with(find_tmux().unwrap(), addr, Pacing::immediate(), Some(cfg))
+                .await
+                .expect("observer connects");
+        let id = first.parse().unwrap();
+        until_listed(&mut obs, 10, "the first pane piped", |obs, _| {
+            obs.output_source(id) == "pipe"
+        })
+        .await;
+        let hooked = tmux.new_window("paths", Some("printf 'ODD-PATHS\\n'; exec sleep 300"));
+        collect_listed(&mut obs, &hooked, b"ODD-PATHS").await;
     });
 }

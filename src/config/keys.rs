@@ -80,6 +80,12 @@ settings! {
         /// more than this many KiB between two captures of its screen has the copy of its
         /// output paused until the next capture, which reads its title too (0: never).
         redraw_pause_kib: u64 = 16, range 0..=65536;
+        /// Read each pane's bytes through a pipe of its own (`pipe-pane`, handed to the
+        /// sidecar by its relay), raw, instead of as the control clients' escaped copy: far
+        /// less work for the tmux server. A pane that already has a pipe (your own
+        /// `pipe-pane`) is read through its control client. false: every pane through the
+        /// control clients (taken at the next connection to tmux).
+        pane_pipes: bool = true;
         /// Seconds an agent's screen may keep changing while no rule of its manifest matches
         /// before the pane is marked unrecognised (the drift alarm, `docs/detection.md`; at
         /// least 1, at most an hour).

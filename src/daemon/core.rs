@@ -442,6 +442,9 @@ impl Daemon {
                             value["height"] = i.height.into();
                             value["current_command"] = i.current_command.clone().into();
                         }
+                        if let Some(o) = &self.link.observer {
+                            value["output"] = o.output_source(pane).into();
+                        }
                         Reply::Value { value }
                     }
                     None => Reply::Error {

@@ -18,6 +18,7 @@ use crate::thread::persist;
 use crate::tmux::connection::CommandError;
 use crate::tmux::inventory::ClientInfo;
 use crate::tmux::observer::{Lists, ObserveError, Observer};
+use crate::tmux::pipe::PipeConfig;
 
 /// Delay between structural notifications and the re-listing they cause (they come in bursts).
 const RELIST_DELAY: Duration = Duration::from_millis(15);
@@ -118,9 +119,16 @@ impl Daemon {
         self.link.connecting = true;
         let (addr, pacing) = (self.addr.clone(), self.pacing.clone());
         let done_path = self.done_path();
+        let pipes = if self.config.config.pane_pipes {
+            PipeConfig::beside(&crate::ipc::socket_path(&self.addr))
+                .map_err(|e| tracing::warn!(error = %e, "cannot find this binary for the pane pipes' relay"))
+                .ok()
+        } else {
+            None
+        };
         self.tasks.push(Box::pin(async move {
             let connected = tokio::time::timeout(CONNECT_TIMEOUT, async {
-                let observer = Observer::connect_paced(tmux, addr, pacing).await?;
+                let observer = Observer::connect_with(tmux, addr, pacing, pipes).await?;
                 let mut parts = observer.server_identity().split(crate::tmux::command::SEP);
                 let pid = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
                 let start = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);

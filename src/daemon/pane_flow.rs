@@ -28,13 +28,20 @@ impl Daemon {
                 };
                 let out = p.on_output(now, &data, detection);
                 let wants = p.wants_capture();
-                let flood = p.flood.on_output(now.at, data.wire_len(), p.unread());
-                let limit = self.config.config.redraw_pause_kib.saturating_mul(1024);
-                let redraw = if p.redraw_only() {
-                    p.redraw.on_output(data.wire_len(), true, limit)
+                // The gates pause a control client's copy; a piped pane has none (its bytes cost
+                // tmux one write, and never hold up a capture's reply).
+                let (flood, redraw) = if data.is_piped() {
+                    (None, None)
                 } else {
-                    // Bytes sent before a pause took effect carried a signal: read them all.
-                    p.redraw.release()
+                    let flood = p.flood.on_output(now.at, data.len(), p.unread());
+                    let limit = self.config.config.redraw_pause_kib.saturating_mul(1024);
+                    let redraw = if p.redraw_only() {
+                        p.redraw.on_output(data.len(), true, limit)
+                    } else {
+                        // Bytes sent before a pause took effect carried a signal: read them all.
+                        p.redraw.release()
+                    };
+                    (flood, redraw)
                 };
                 if let Some(a) = flood {
                     self.flood_action(pane, a);
@@ -68,6 +75,16 @@ impl Daemon {
                 self.request_probe(now, pane);
             }
             Observed::Paused(_) => {}
+            Observed::Lost(pane) => {
+                // Bytes of its pipe were dropped: a sequence may be half open, and the screen
+                // may have changed unseen.
+                if let Some(p) = self.panes.get_mut(&pane) {
+                    p.output_skipped();
+                    if p.wants_capture() {
+                        self.captures.want(pane, now.at);
+                    }
+                }
+            }
             Observed::Continued(pane) => {
                 // Output was dropped while paused: look at the screen again (unless a capture
                 // round resumed it: its capture is on the way).

@@ -23,7 +23,7 @@ use crate::process::identify::{program_name, Identity, IdentityTable};
 use crate::rules::drift::Drift;
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
 use crate::state::Subtask;
-use crate::tmux::escape::Escaped;
+use crate::tmux::escape::PaneBytes;
 
 /// Per-pane state owned by the daemon.
 #[derive(Debug)]
@@ -340,8 +340,8 @@ impl PaneEntry {
     }
 
     /// Output arrived: scan it for escape sequences and tell the tracker what they said.
-    pub fn on_output(&mut self, now: Now, data: &Escaped, detection: bool) -> OutputOutcome {
-        self.output_bytes += data.wire_len() as u64;
+    pub fn on_output(&mut self, now: Now, data: &PaneBytes, detection: bool) -> OutputOutcome {
+        self.output_bytes += data.len() as u64;
         self.last_output = Some(now.at);
         let mut out = OutputOutcome::default();
         // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
@@ -354,7 +354,7 @@ impl PaneEntry {
         {
             out.probe = true;
         }
-        // Text with no ESC is not even un-escaped (see `Escaped::to_scan`).
+        // Text with no ESC is not even un-escaped (see `PaneBytes::to_scan`).
         let Some(raw) = data.to_scan(self.signals.is_idle()) else {
             return out;
         };

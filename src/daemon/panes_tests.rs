@@ -1,6 +1,7 @@
 //! Tests of [`super`]: scanning output that was skipped or split.
 
 use super::*;
+use crate::tmux::escape::Escaped;
 use proptest::prelude::*;
 
 /// Feeds raw chunks to one scanner and their escaped form, through [`Escaped::to_scan`], to
@@ -37,7 +38,7 @@ fn a_sequence_left_open_by_skipped_output_does_not_swallow_what_follows() {
     let t = Instant::now();
     let now = Now::fake(t, 1_000_000);
     let feed = |p: &mut PaneEntry, bytes: &[u8]| {
-        p.on_output(now, &Escaped::from_raw(bytes), true);
+        p.on_output(now, &PaneBytes::Escaped(Escaped::from_raw(bytes)), true);
     };
     // What came after the skip: a prompt, then a bell.
     let mut skipped = PaneEntry::new(1, t, 0);

@@ -42,6 +42,8 @@ pub enum ConnEvent {
     Batch(Vec<Notification>),
     /// The client ended (stdout closed); the reason from `%exit` when tmux gave one.
     Closed(Option<String>),
+    /// From a pane's pipe, not a control client (sent with [`super::pipe::PIPES`]).
+    Pipe(super::pipe::PipeEvent),
 }
 
 /// Why a command got no reply.
@@ -146,13 +148,19 @@ pub struct Connection {
 /// still never change a window's size.
 pub const ATTACH_FLAGS: &str = "read-only";
 
+/// [`ATTACH_FLAGS`] for a client that takes no pane output (the panes' bytes come through their
+/// pipes, [`super::pipe`]): tmux skips such a client at once when it copies or walks output.
+pub const ATTACH_FLAGS_NO_OUTPUT: &str = "read-only,no-output";
+
 impl Connection {
-    /// Attaches a control client to `session` (a tmux target such as `$3`), read at the
-    /// `pacing` grid's instants while it is busy (see the module's doc). The client is ours
-    /// ([`super::attach`]): no `tmux` process, and never half-identified in the server.
+    /// Attaches a control client to `session` (a tmux target such as `$3`) with `flags`
+    /// ([`ATTACH_FLAGS`] or [`ATTACH_FLAGS_NO_OUTPUT`]), read at the `pacing` grid's instants
+    /// while it is busy (see the module's doc). The client is ours ([`super::attach`]): no
+    /// `tmux` process, and never half-identified in the server.
     pub async fn attach(
         addr: &ServerAddress,
         session: &str,
+        flags: &str,
         id: ConnId,
         events: mpsc::Sender<(ConnId, ConnEvent)>,
         pacing: Pacing,
@@ -161,7 +169,7 @@ impl Connection {
         let attached = attach(
             &addr.socket,
             &name,
-            &["attach-session", "-E", "-t", session, "-f", ATTACH_FLAGS],
+            &["attach-session", "-E", "-t", session, "-f", flags],
         )
         .await?;
         let input = pipe::Sender::from_owned_fd(attached.input)?;

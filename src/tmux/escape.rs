@@ -76,6 +76,54 @@ impl Escaped {
     }
 }
 
+/// A pane's bytes as they reached us: escaped, as a control client's `%output` carries them, or
+/// raw, as the pane's pipe (`pipe-pane`, see [`super::pipe`]) carries them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PaneBytes {
+    /// From a control client: still escaped.
+    Escaped(Escaped),
+    /// From the pane's pipe: exactly what the program wrote.
+    Raw(Vec<u8>),
+}
+
+impl PaneBytes {
+    /// How many bytes came (an escaped byte counts four, as it did on the wire).
+    pub fn len(&self) -> usize {
+        match self {
+            PaneBytes::Escaped(e) => e.wire_len(),
+            PaneBytes::Raw(r) => r.len(),
+        }
+    }
+
+    /// Whether nothing came.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether they came through the pane's pipe (no control client copies this pane).
+    pub fn is_piped(&self) -> bool {
+        matches!(self, PaneBytes::Raw(_))
+    }
+
+    /// The raw bytes the pane wrote.
+    pub fn to_raw(&self) -> Vec<u8> {
+        match self {
+            PaneBytes::Escaped(e) => e.unescape(),
+            PaneBytes::Raw(r) => r.clone(),
+        }
+    }
+
+    /// What an escape-sequence scanner must see, as [`Escaped::to_scan`] says: from the first
+    /// ESC on while `idle` (`None` when there is none), else everything.
+    pub fn to_scan(&self, idle: bool) -> Option<Vec<u8>> {
+        match self {
+            PaneBytes::Escaped(e) => e.to_scan(idle),
+            PaneBytes::Raw(r) if idle => memchr(0x1b, r).map(|i| r[i..].to_vec()),
+            PaneBytes::Raw(r) => Some(r.clone()),
+        }
+    }
+}
+
 /// Appends the un-escaped form of `escaped` to `out`. A backslash not followed by three octal
 /// digits is kept as it is (tmux never writes one; this keeps bad input lossless).
 pub fn unescape_into(escaped: &[u8], out: &mut Vec<u8>) {
@@ -166,6 +214,27 @@ mod tests {
         );
         // A literal backslash before `033` is `\134033` on the wire, never an ESC.
         assert_eq!(Escaped::from_raw(b"\\033\\\\033").from_first_esc(), None);
+    }
+
+    #[test]
+    fn raw_and_escaped_bytes_scan_alike() {
+        for raw in [
+            &b"cargo build\r\n"[..],
+            b"ok\r\n\x1b]0;title\x07 \x1b[1m",
+            b"\x1b",
+            b"",
+        ] {
+            let (e, r) = (
+                PaneBytes::Escaped(Escaped::from_raw(raw)),
+                PaneBytes::Raw(raw.to_vec()),
+            );
+            for idle in [true, false] {
+                assert_eq!(e.to_scan(idle), r.to_scan(idle), "{raw:?} idle={idle}");
+            }
+            assert_eq!(e.to_raw(), r.to_raw());
+            assert!(r.is_piped() && !e.is_piped());
+            assert_eq!(r.len(), raw.len());
+        }
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct PaneInfo {
     pub dead: bool,
     /// In a mode (copy mode ...).
     pub in_mode: bool,
+    /// The pane has a pipe (`pipe-pane`): ours, an earlier sidecar's or the person's.
+    pub pipe: bool,
+    /// The pipe's mark (`@thinkterm_pipe`): the token of the sidecar that opened it, empty for
+    /// a pipe of the person's.
+    pub pipe_mark: String,
 }
 
 /// The parts of `#{client_flags}` that matter here.
@@ -144,6 +149,8 @@ const PANE_FIELDS: &[&str] = &[
     "pane_in_mode",
     "window_name",
     "pane_current_path",
+    "pane_pipe",
+    "@thinkterm_pipe",
     "pane_title",
 ];
 const CLIENT_FIELDS: &[&str] = &[
@@ -256,7 +263,9 @@ pub fn parse_panes(body: &[String]) -> BTreeMap<PaneId, PaneInfo> {
             in_mode: flag(f[15]),
             window_name: f[16].to_string(),
             current_path: f[17].to_string(),
-            title: f[18].to_string(),
+            pipe: flag(f[18]),
+            pipe_mark: f[19].to_string(),
+            title: f[20].to_string(),
         });
     }
     out
@@ -349,6 +358,8 @@ mod tests {
             "0",
             "my win",
             "/home/u",
+            "1",
+            "0123abcd",
             "vm: title with ␟ weird",
         ]);
         let b = a.replacen("$0", "$1", 1);
@@ -360,6 +371,8 @@ mod tests {
         assert_eq!(p.pid, 4242);
         assert_eq!(p.title, "vm: title with ␟ weird");
         assert!(p.active && p.window_active && !p.dead);
+        assert!(p.pipe);
+        assert_eq!(p.pipe_mark, "0123abcd");
     }
 
     #[test]

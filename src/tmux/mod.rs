@@ -1,7 +1,7 @@
 //! Everything that talks to tmux: the control-mode protocol ([`protocol`], [`escape`]), one
 //! control client ([`connection`]) and the grid it is read on ([`grid`]), command lines
-//! ([`command`]), which server ([`server`]), what it holds ([`inventory`]) and the watcher of a
-//! whole server ([`observer`]).
+//! ([`command`]), which server ([`server`]), what it holds ([`inventory`]), the panes' pipes
+//! ([`pipe`]) and the watcher of a whole server ([`observer`]).
 //! Owns: the tmux wire; does not own: what the panes' contents mean.
 
 pub(crate) mod attach;
@@ -12,5 +12,6 @@ pub mod grid;
 pub(crate) mod imsg;
 pub mod inventory;
 pub mod observer;
+pub mod pipe;
 pub mod protocol;
 pub mod server;

@@ -1,6 +1,7 @@
 //! The observer of one tmux server: one control client per session (per session group), kept
-//! in step with `%sessions-changed`; the inventory; which panes wrote output since they were last
-//! looked at; and pane captures sent over a control connection (no process per capture).
+//! in step with `%sessions-changed`; the inventory; the panes' bytes, through each pane's pipe
+//! ([`piping`], the default) or its control client; and pane captures sent over a control
+//! connection (no process per capture).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -9,18 +10,24 @@ use tokio::sync::mpsc;
 
 use super::attach::AttachError;
 use super::command::{format_of, quote};
-use super::connection::{CommandError, ConnEvent, ConnId, Connection, Pacing, EVENT_QUEUE};
-use super::escape::Escaped;
+use super::connection::{
+    CommandError, ConnEvent, ConnId, Connection, Pacing, ATTACH_FLAGS, ATTACH_FLAGS_NO_OUTPUT,
+    EVENT_QUEUE,
+};
+use super::escape::PaneBytes;
 use super::inventory::{
     list_clients_command, list_panes_command, list_sessions_command, parse_clients, parse_panes,
     parse_sessions, ClientInfo, Inventory, PaneInfo, SessionInfo,
 };
+use super::pipe::{PipeConfig, Pipes};
 use super::protocol::Notification;
 use super::server::ServerAddress;
 use crate::ids::{PaneId, SessionId, WindowId};
 
 mod captures;
+mod piping;
 pub use captures::{Captured, Captures};
+pub use piping::{ClientReason, Piping, PIPE_WAIT};
 
 /// Subscription name prefix for a pane's title (`thinkterm_title_5` for `%5`).
 const SUB_TITLE: &str = "thinkterm_title_";
@@ -59,9 +66,11 @@ pub enum Observed {
     Output {
         /// The pane.
         pane: PaneId,
-        /// The bytes, still escaped as tmux sent them.
-        data: Escaped,
+        /// The bytes: raw from its pipe, or still escaped as a control client carries them.
+        data: PaneBytes,
     },
+    /// Bytes of a pane's pipe were dropped (we fell far behind): what follows starts afresh.
+    Lost(PaneId),
     /// Something structural changed: call [`Observer::refresh`] (soon; several come in bursts).
     Structure,
     /// Clients changed (session switch, window switch, detach): refresh clients.
@@ -125,6 +134,8 @@ pub struct Observer {
     /// The connection and window that carry the focus counter's subscription (one is enough:
     /// the counter is a global option).
     focus_sub: Option<(ConnId, WindowId)>,
+    /// The panes' pipes and which pane is read how.
+    piping: piping::PipeState,
 }
 
 impl Observer {
@@ -139,6 +150,19 @@ impl Observer {
         tmux: PathBuf,
         addr: ServerAddress,
         pacing: Pacing,
+    ) -> Result<Observer, ObserveError> {
+        Observer::connect_with(tmux, addr, pacing, None).await
+    }
+
+    /// [`Observer::connect_paced`], reading the panes through their pipes when `pipes` says
+    /// where the relay and its socket are (the control clients then take no output, but for
+    /// the sessions of panes that cannot be piped); when the socket cannot be bound, or the
+    /// relay is not there, through the control clients, as without.
+    pub async fn connect_with(
+        tmux: PathBuf,
+        addr: ServerAddress,
+        pacing: Pacing,
+        pipes: Option<PipeConfig>,
     ) -> Result<Observer, ObserveError> {
         if !addr.is_alive() {
             return Err(ObserveError::NoServer(addr.socket.clone()));
@@ -172,7 +196,20 @@ impl Observer {
             pacing,
             subscribed: HashMap::new(),
             focus_sub: None,
+            piping: piping::PipeState::default(),
         };
+        if let Some(cfg) = pipes {
+            if !cfg.relay.is_file() {
+                tracing::warn!(relay = %cfg.relay.display(), "the relay binary is missing: reading panes through the control clients");
+            } else {
+                match Pipes::start(cfg, obs.tx.clone(), obs.pacing.clone()) {
+                    Ok(p) => obs.piping.pipes = Some(p),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for pane pipes: reading panes through the control clients")
+                    }
+                }
+            }
+        }
         obs.attach(first).await?;
         // Server-wide formats, read through a command that needs no attached client.
         let list = obs.start_command(format!(
@@ -189,6 +226,12 @@ impl Observer {
             other => other?,
         };
         obs.install_focus_hooks().await;
+        for line in obs.pipe_hook_commands() {
+            let reply = obs.start_command(line);
+            if let Err(e) = obs.drain_until(reply).await {
+                tracing::warn!(error = %e, "cannot install a pipe hook: new panes are piped at the next list");
+            }
+        }
         obs.server_identity = body.first().cloned().unwrap_or_default();
         obs.refresh().await?;
         Ok(obs)
@@ -249,13 +292,15 @@ impl Observer {
         }
     }
 
-    /// The commands that remove what the sidecar installed (the focus hooks), to send with
-    /// others and await together.
+    /// The commands that remove what the sidecar installed (the focus hooks, the pipe hooks,
+    /// our pipes and their marks), to send with others and await together.
     pub fn uninstall_commands(&self) -> Vec<String> {
-        ["client-focus-in", "client-focus-out"]
+        let mut out: Vec<String> = ["client-focus-in", "client-focus-out"]
             .iter()
             .map(|hook| format!("set-hook -gu {hook}[{HOOK_INDEX}]"))
-            .collect()
+            .collect();
+        out.extend(self.pipe_uninstall_commands());
+        out
     }
 
     /// The server's identity (`pid␟start_time`), stable while it runs.
@@ -281,15 +326,29 @@ impl Observer {
     async fn attach(&mut self, session: SessionId) -> Result<(), ObserveError> {
         let id = ConnId(self.next_id);
         self.next_id += 1;
+        // With pipes, a client takes no output until its session holds a pane that cannot be
+        // piped ([`Observer::sync_outputs`]).
+        let output = self.piping.pipes.is_none();
+        let flags = if output {
+            ATTACH_FLAGS
+        } else {
+            ATTACH_FLAGS_NO_OUTPUT
+        };
         let conn = Connection::attach(
             &self.addr,
             &session.to_string(),
+            flags,
             id,
             self.tx.clone(),
             self.pacing.clone(),
         )
         .await?;
-        tracing::debug!(%session, conn = id.0, "attached control client");
+        tracing::debug!(%session, conn = id.0, output, "attached control client");
+        if output {
+            self.piping.output_on.insert(session);
+        } else {
+            self.piping.output_on.remove(&session);
+        }
         self.by_id.insert(id, session);
         self.conns.insert(session, conn);
         Ok(())
@@ -470,6 +529,7 @@ impl Observer {
         // Dropping the handle closes its input: the client detaches.
         self.conns.retain(|s, _| wanted.contains(s));
         self.sync_subscriptions();
+        self.sync_pipes();
     }
 
     /// Attaches a control client to every session (group) that lacks one. Local work only (a
@@ -493,6 +553,7 @@ impl Observer {
         }
         if attached {
             self.sync_subscriptions();
+            self.sync_outputs();
         }
     }
 
@@ -579,6 +640,7 @@ impl Observer {
                 self.queued.extend(notes.into_iter().map(|n| (id, n)));
                 None
             }
+            ConnEvent::Pipe(ev) => self.on_pipe(ev),
         }
     }
 
@@ -586,7 +648,14 @@ impl Observer {
         use Notification as N;
         match n {
             N::Output { pane, data } | N::ExtendedOutput { pane, data, .. } => {
-                Some(Observed::Output { pane, data })
+                // A piped pane's bytes come through its pipe; this copy would come twice.
+                if self.piping.piped(pane) {
+                    return None;
+                }
+                Some(Observed::Output {
+                    pane,
+                    data: PaneBytes::Escaped(data),
+                })
             }
             N::SubscriptionChanged { name, .. } if name == SUB_FOCUS => Some(Observed::Clients),
             N::SubscriptionChanged {

@@ -106,6 +106,10 @@ impl Observer {
     /// client is attached to another member), to every client: those that do not see the pane
     /// answer with an error, which is dropped.
     pub fn set_output(&self, pane: PaneId, on: bool) {
+        // A piped pane is not copied to our clients at all.
+        if self.piping.piped(pane) {
+            return;
+        }
         let action = if on { "continue" } else { "pause" };
         let line = format!("refresh-client -A {}", quote(&format!("{pane}:{action}")));
         match self
