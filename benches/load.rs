@@ -263,15 +263,16 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
     println!();
     println!("### Windows");
     println!();
-    println!("| # | observer | wall | tmux server CPU | observer CPU (itself) | load avg | startup | note |");
+    println!("| # | observer | wall | tmux server CPU (its reaped children) | observer CPU (itself) | load avg | startup | note |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
     for (i, w) in wins.iter().enumerate() {
         let who = w.kind.map_or("—".to_string(), |k| kinds[k].label());
         println!(
-            "| {i} | {who} | {:.1} s | {:.3} s ({}) | {} | {:.2} | {} | {} |",
+            "| {i} | {who} | {:.1} s | {:.3} s ({}; {:.2} s) | {} | {:.2} | {} | {} |",
             w.wall_s,
             w.tmux_s,
             pc(w.tmux_rate()),
+            w.tmux_children_s,
             if w.kind.is_some() {
                 format!("{:.2} s ({:.2} s)", w.obs_s, w.obs_own_s)
             } else {

@@ -1,11 +1,13 @@
 //! The whole cost, by alternating windows: no observer / observer A / no observer / observer B
 //! / no observer ... on the same load. An observer's whole cost in its window is its own CPU
 //! (its process, its children, its reaped children) plus what the tmux server used above its
-//! mean in the two windows either side, when nothing watched.
+//! mean in the two windows either side, when nothing watched. The tmux server's figure counts
+//! the children it reaped in the window too: the relays `pipe-pane` starts for the sidecar are
+//! tmux's children (the churn's shells are too, in every window alike).
 
 use std::time::{Duration, Instant};
 
-use super::meter::{load_average, run_ns, vm_kb, TreeMeter};
+use super::meter::{cpu_ticks, load_average, run_ns, vm_kb, TreeMeter};
 use super::observers::{self, Kind};
 use super::score::{score, transitions, Score};
 use super::unix_ms;
@@ -21,8 +23,10 @@ pub struct Window {
     /// None: nothing watched.
     pub kind: Option<usize>,
     pub wall_s: f64,
-    /// The tmux server's CPU.
+    /// The tmux server's CPU, with the children it reaped in the window.
     pub tmux_s: f64,
+    /// Of which its reaped children.
+    pub tmux_children_s: f64,
     /// The observer's CPU (process tree), and its process alone.
     pub obs_s: f64,
     pub obs_own_s: f64,
@@ -96,19 +100,24 @@ pub fn run(
         let running = which.map(|k| observers::start(load, &kinds[k], &format!("w{i}")));
         let meter = running.as_ref().map(|r| TreeMeter::start(r.pid));
         let tmux0 = run_ns(load.server_pid).unwrap_or(0);
+        let reaped = || cpu_ticks(load.server_pid).map_or(0, |(_, _, c)| c);
+        let reaped0 = reaped();
         let load0 = load_average();
         let t0 = unix_ms();
         let started = Instant::now();
         std::thread::sleep(window);
         let wall_s = started.elapsed().as_secs_f64();
         let t1 = unix_ms();
-        let tmux_s = run_ns(load.server_pid).unwrap_or(0).saturating_sub(tmux0) as f64 / 1e9;
+        let tmux_children_s = reaped().saturating_sub(reaped0) as f64 / tck;
+        let tmux_s = run_ns(load.server_pid).unwrap_or(0).saturating_sub(tmux0) as f64 / 1e9
+            + tmux_children_s;
         let (obs_s, obs_own_s) = meter.map(|m| m.seconds(tck)).unwrap_or((0.0, 0.0));
         let tmux_rss_kb = vm_kb(load.server_pid, "VmRSS:").unwrap_or(0);
         let mut w = Window {
             kind: *which,
             wall_s,
             tmux_s,
+            tmux_children_s,
             obs_s,
             obs_own_s,
             obs_rss_kb: 0,
