@@ -928,3 +928,75 @@ fn focus_answers_after_tmux_and_reports_a_refusal() {
     );
     drop(d);
 }
+
+/// With pipes, one control client watches the whole server. A change tmux tells only a
+/// session's own clients (here a silent `respawn-pane` in another session: no byte written) is
+/// still seen, through the world subscription; when the session our client is on is killed,
+/// another is attached and every pane is still followed; a sidecar killed outright leaves its
+/// pipes to the next one, which replaces them, and a clean stop takes them all away.
+#[test]
+fn one_client_watches_every_session_and_survives_its_own_session_going() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let first = tmux.new_session("first", None);
+    let other = tmux.new_session("other", None);
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    let ours = || {
+        tmux.cmd(&[
+            "list-clients",
+            "-F",
+            "#{client_control_mode} #{session_name}",
+        ])
+        .lines()
+        .filter(|l| l.starts_with("1 "))
+        .map(|l| l[2..].to_string())
+        .collect::<Vec<_>>()
+    };
+    wait_for(10, "one control client, on the first session", || {
+        (ours() == ["first"]).then_some(())
+    });
+    // Nothing is written: only the world subscription can tell that its first process changed.
+    tmux.cmd(&["respawn-pane", "-k", "-t", &other, "exec sleep 300"]);
+    env.wait_row(&tmux, &other, "fg_process", "sleep", 10);
+    tmux.cmd(&["kill-session", "-t", "first"]);
+    wait_for(10, "our client moved to the other session", || {
+        (ours() == ["other"]).then_some(())
+    });
+    let third = tmux.new_session("third", None);
+    tmux.type_line(
+        &third,
+        &format!("{BIN} report --app t --state blocked --kind permission"),
+    );
+    let row = env.wait_row(&tmux, &third, "state", "blocked", 10);
+    assert_eq!(row["source"], "status_report", "{row}");
+    assert!(
+        env.pane_row(&tmux, &first).is_none(),
+        "the killed pane is gone"
+    );
+    // Killed outright: its pipes stay (marked); the next sidecar replaces them.
+    let marks = || {
+        tmux.cmd(&["list-panes", "-a", "-F", "#{pane_pipe}#{@thinkterm_pipe}"])
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let before = marks();
+    assert!(before.iter().all(|m| m.len() == 33), "{before:?}");
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &d.child.id().to_string()])
+        .status();
+    let _ = d.child.wait();
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(10, "the pipes replaced", || {
+        let now = marks();
+        (now.iter().all(|m| m.len() == 33) && now.iter().all(|m| !before.contains(m))).then_some(())
+    });
+    tmux.type_line(&third, &format!("{BIN} report --app t --state working"));
+    env.wait_row(&tmux, &third, "state", "working", 10);
+    d.stop();
+    wait_for(10, "a clean stop takes pipes and marks away", || {
+        marks().iter().all(|m| m == "0").then_some(())
+    });
+}

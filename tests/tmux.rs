@@ -23,11 +23,25 @@ fn pane_ids(v: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn every_pane_of_every_session_appears_including_new_and_grouped_sessions() {
+    every_pane_of_every_session(true);
+}
+
+/// The same through the control clients only (`pane_pipes = false`): one per session group.
+#[test]
+fn every_pane_appears_through_one_control_client_per_session_group() {
+    every_pane_of_every_session(false);
+}
+
+fn every_pane_of_every_session(pipes: bool) {
     let mut tmux = Tmux::new();
     let a = tmux.new_session("alpha", None);
     let b = tmux.new_session("beta", None);
     let a2 = tmux.new_window("alpha", None);
-    let env = Env::new();
+    let mut env = Env::new();
+    if !pipes {
+        env.vars
+            .push(("THINKTERM_PANE_PIPES".into(), "false".into()));
+    }
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     let c = tmux.new_session("gamma", None);
@@ -59,17 +73,29 @@ fn every_pane_of_every_session_appears_including_new_and_grouped_sessions() {
     assert_eq!(row["session_name"], "gamma");
     assert!(row["session"].as_str().unwrap().starts_with('$'));
     assert!(row["window"].as_str().unwrap().starts_with('@'));
-    // One control client per session group: alpha (+alpha-2), beta, gamma.
-    let clients = wait_for(10, "three control clients", || {
+    // Through the control clients, one per session group: alpha (+alpha-2), beta, gamma. With
+    // pipes, one for the whole server.
+    let want = if pipes { 1 } else { 3 };
+    let clients = wait_for(10, "the control clients", || {
         let out = tmux.cmd(&[
             "list-clients",
             "-F",
             "#{client_control_mode} #{session_name}",
         ]);
         let n = out.lines().filter(|l| l.starts_with("1 ")).count();
-        (n == 3).then_some(out)
+        (n == want).then_some(out)
     });
     assert!(!clients.contains("alpha-2"), "{clients}");
+    if pipes {
+        // Every pane, in every session, through its pipe.
+        for p in [&a, &b, &a2, &c] {
+            wait_for(10, "the pane read through its pipe", || {
+                let (_, out, _) = env.run(&tmux, &["explain", p, "--json"]);
+                let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+                (v["output"] == "pipe").then_some(())
+            });
+        }
+    }
 }
 
 #[test]
@@ -154,7 +180,11 @@ fn tmux_missing_from_path_is_one_clear_message_and_exit_code_2() {
 #[test]
 fn window_sizes_are_unchanged_by_the_sidecar() {
     let mut tmux = Tmux::new();
-    let env = Env::new();
+    // Through the control clients, one attaches to each session (with pipes, one to the
+    // first): the most that could count.
+    let mut env = Env::new();
+    env.vars
+        .push(("THINKTERM_PANE_PIPES".into(), "false".into()));
     tmux.new_session("sized", None);
     tmux.new_session("other", None);
     // A real client in a pseudo-terminal of 100x30.
@@ -1039,10 +1069,8 @@ fn a_pane_with_its_own_pipe_is_left_to_it_and_read_through_its_client() {
             "{flags:?}"
         );
         assert!(
-            flags
-                .iter()
-                .any(|(s, f)| s == "other" && f.contains("no-output")),
-            "{flags:?}"
+            flags.iter().all(|(s, _)| s != "other"),
+            "one client watches the server, and the session that needs output: {flags:?}"
         );
         tmux.type_line(&theirs, "echo THEIRS-$((6*7))");
         collect_listed(obs, &theirs, b"THEIRS-42").await;

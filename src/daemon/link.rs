@@ -243,7 +243,16 @@ impl Daemon {
             Ok(lists) => self.relisted(now, lists).await,
             Err(e) => {
                 tracing::debug!(error = %e, "re-listing failed; again shortly");
-                if self.link.observer.is_some() {
+                if let Some(obs) = &mut self.link.observer {
+                    if obs.connection_count() == 0 {
+                        // With pipes one client watches the server, and its session is gone:
+                        // attach another first (local work, bounded).
+                        let _ = self
+                            .pacing
+                            .timer
+                            .timeout(ATTACH_BUDGET, obs.attach_missing())
+                            .await;
+                    }
                     self.link.relist_at = Some(now.at + self.link.backoff);
                 }
             }

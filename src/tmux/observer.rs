@@ -26,6 +26,7 @@ use crate::ids::{PaneId, SessionId, WindowId};
 
 mod captures;
 mod piping;
+mod world;
 pub use captures::{Captured, Captures};
 pub use piping::{ClientReason, Piping, PIPE_WAIT};
 
@@ -136,6 +137,13 @@ pub struct Observer {
     focus_sub: Option<(ConnId, WindowId)>,
     /// The panes' pipes and which pane is read how.
     piping: piping::PipeState,
+    /// The tmux binary (to find a session to attach to when no client is left).
+    tmux: PathBuf,
+    /// With pipes: the session our one client watches the server from.
+    main: Option<SessionId>,
+    /// With pipes: the world subscription's target, and its last text as read.
+    world_sub: Option<(ConnId, WindowId)>,
+    world: Option<world::World>,
 }
 
 impl Observer {
@@ -167,16 +175,8 @@ impl Observer {
         if !addr.is_alive() {
             return Err(ObserveError::NoServer(addr.socket.clone()));
         }
-        let out = tokio::process::Command::new(&tmux)
-            .args(addr.tmux_args())
-            .args(["list-sessions", "-F", "#{session_id}"])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .await?;
-        let first = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find_map(SessionId::parse)
+        let first = first_session(&tmux, &addr)
+            .await?
             .ok_or_else(|| ObserveError::NoSessions(addr.socket.clone()))?;
         // Bounded: at the bound a reader waits. Whoever awaits a reply drains the channel
         // meanwhile ([`Observer::drain_until`] here, the daemon's loop later), so a reply that
@@ -197,6 +197,10 @@ impl Observer {
             subscribed: HashMap::new(),
             focus_sub: None,
             piping: piping::PipeState::default(),
+            tmux,
+            main: Some(first),
+            world_sub: None,
+            world: None,
         };
         if let Some(cfg) = pipes {
             if !cfg.relay.is_file() {
@@ -364,11 +368,15 @@ impl Observer {
     /// (`control_check_subs_all_panes`, `control.c`). Pane and window subscriptions look their
     /// target up by id and skip a client without a session.
     fn sync_subscriptions(&mut self) {
+        // With pipes, the world subscription tells every pane's command (below).
+        let per_pane = self.piping.pipes.is_none();
         let Observer {
             conns,
             inventory,
             subscribed,
             focus_sub,
+            world_sub,
+            world,
             ..
         } = self;
         let open: HashMap<ConnId, &Connection> = conns
@@ -401,7 +409,7 @@ impl Observer {
             }
             keep
         });
-        for (id, p) in &inventory.panes {
+        for (id, p) in inventory.panes.iter().filter(|_| per_pane) {
             let Some(conn) = inventory
                 .covering_session(p.session)
                 .and_then(|s| conns.get(&s))
@@ -439,6 +447,59 @@ impl Observer {
                 *focus_sub = Some((conn.id(), window));
             }
         }
+        // With pipes: the world, on the focus counter's window (any window our client sees).
+        let wanted = focus_sub.filter(|_| !per_pane);
+        if *world_sub != wanted {
+            if let Some(c) = world_sub.and_then(|(c, _)| open.get(&c)) {
+                c.send(format!("refresh-client -B {}", world::SUB_WORLD));
+            }
+            if let Some(c) = wanted.and_then(|(c, _)| open.get(&c)) {
+                let window = wanted.map(|(_, w)| w).unwrap_or(WindowId(0));
+                let arg = format!("{}:{window}:{}", world::SUB_WORLD, world::format());
+                c.send(format!("refresh-client -B {}", quote(&arg)));
+            }
+            *world_sub = wanted;
+            // The first text from the new subscription is the new baseline.
+            *world = None;
+        }
+    }
+
+    /// The world subscription's text changed: commands that changed are reported (and the
+    /// inventory updated), anything else is a structural change. The first text is compared
+    /// with the inventory.
+    fn on_world(&mut self, value: &str) {
+        let new = world::parse(value);
+        let (commands, structure) = match &self.world {
+            Some(old) => {
+                let c = world::diff(old, &new);
+                (c.commands, c.structure)
+            }
+            None => {
+                let changed = new
+                    .panes
+                    .iter()
+                    .filter(|(id, f)| {
+                        self.inventory
+                            .panes
+                            .get(id)
+                            .is_some_and(|p| p.pid != f.pid || p.current_command != f.command)
+                    })
+                    .map(|(id, _)| *id)
+                    .collect();
+                (changed, false)
+            }
+        };
+        for id in commands {
+            if let (Some(p), Some(f)) = (self.inventory.panes.get_mut(&id), new.panes.get(&id)) {
+                p.pid = f.pid;
+                p.current_command.clone_from(&f.command);
+                self.found.push_back(Observed::Command(id));
+            }
+        }
+        if structure {
+            self.found.push_back(Observed::Structure);
+        }
+        self.world = Some(new);
     }
 
     /// A live connection to send commands on.
@@ -525,17 +586,67 @@ impl Observer {
         if let Some(f) = focus_events {
             self.inventory.focus_events = f;
         }
-        let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
+        // Pipes first: which panes are read through a client decides which clients there are.
+        self.sync_pipes();
+        let wanted = self.targets();
         // Dropping the handle closes its input: the client detaches.
         self.conns.retain(|s, _| wanted.contains(s));
         self.sync_subscriptions();
-        self.sync_pipes();
+        self.sync_outputs();
+    }
+
+    /// The sessions to have a control client on. Through the control clients: one per session
+    /// (group). With pipes: one client for the whole server (on the session it is on while that
+    /// lasts, else the first), plus one per session (group) that holds a pane read through its
+    /// client.
+    fn targets(&mut self) -> HashSet<SessionId> {
+        if self.piping.pipes.is_none() {
+            return self.inventory.attach_targets().into_iter().collect();
+        }
+        let sessions = &self.inventory.sessions;
+        let main = self
+            .main
+            .filter(|s| sessions.contains_key(s))
+            .or_else(|| {
+                self.conns
+                    .iter()
+                    .find(|(s, c)| c.is_open() && sessions.contains_key(s))
+                    .map(|(s, _)| *s)
+            })
+            .or_else(|| sessions.keys().next().copied());
+        self.main = main;
+        let mut out: HashSet<SessionId> = main.into_iter().collect();
+        for (id, p) in &self.inventory.panes {
+            if matches!(self.piping.panes.get(id), Some(Piping::Client(_))) {
+                out.extend(self.inventory.covering_session(p.session));
+            }
+        }
+        out
     }
 
     /// Attaches a control client to every session (group) that lacks one. Local work only (a
-    /// socket connect and three writes per client): it never waits for tmux to answer.
+    /// socket connect and three writes per client): it never waits for tmux to answer. With no
+    /// client left at all (the session of our one client was killed), first asks `tmux` which
+    /// sessions there are.
     pub async fn attach_missing(&mut self) {
-        let wanted: HashSet<SessionId> = self.inventory.attach_targets().into_iter().collect();
+        if !self.conns.values().any(Connection::is_open) {
+            match first_session(&self.tmux, &self.addr).await {
+                Ok(Some(s)) => {
+                    self.main = Some(s);
+                    if !self.inventory.sessions.contains_key(&s) {
+                        // Not listed yet: the re-list that follows the attach will.
+                        if let Err(e) = self.attach(s).await {
+                            tracing::warn!(session = %s, error = %e, "cannot attach control client");
+                        }
+                        self.sync_subscriptions();
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::debug!(error = %e, "cannot list sessions"),
+            }
+        }
+        let wanted = self.targets();
         let mut missing: Vec<SessionId> = wanted
             .into_iter()
             .filter(|s| !self.conns.contains_key(s))
@@ -630,10 +741,12 @@ impl Observer {
                     }
                     tracing::debug!(session = %s, ?reason, "control client ended");
                 }
-                if self.conns.is_empty() || !self.addr.is_alive() {
+                if !self.addr.is_alive() || (self.conns.is_empty() && self.piping.pipes.is_none()) {
                     self.conns.clear();
                     return Some(Observed::ServerGone);
                 }
+                // With pipes one client watches the server: when its session goes, the re-list
+                // that follows attaches another ([`Observer::attach_missing`]).
                 Some(Observed::Structure)
             }
             ConnEvent::Batch(notes) => {
@@ -658,6 +771,10 @@ impl Observer {
                 })
             }
             N::SubscriptionChanged { name, .. } if name == SUB_FOCUS => Some(Observed::Clients),
+            N::SubscriptionChanged { name, value, .. } if name == world::SUB_WORLD => {
+                self.on_world(&value);
+                None
+            }
             N::SubscriptionChanged {
                 name,
                 pane: Some(pane),
@@ -710,4 +827,22 @@ impl Observer {
             N::SubscriptionChanged { .. } | N::Reply(_) | N::Exit(_) | N::Other(_) => None,
         }
     }
+}
+
+/// The first session of the server at `addr`, asked with one `tmux list-sessions` (no control
+/// client needed).
+async fn first_session(
+    tmux: &std::path::Path,
+    addr: &ServerAddress,
+) -> Result<Option<SessionId>, ObserveError> {
+    let out = tokio::process::Command::new(tmux)
+        .args(addr.tmux_args())
+        .args(["list-sessions", "-F", "#{session_id}"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .await?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(SessionId::parse))
 }

@@ -24,6 +24,9 @@ pub const PIPE_WAIT: Duration = Duration::from_secs(3);
 /// Pipes that never came, with none handed over at all, after which pipes are given up for
 /// this server (the relay cannot run here): every pane is read through its control client.
 pub const GIVE_UP_AFTER: u32 = 3;
+/// Most bytes held for a pane that no list has shown yet (its first output, kept until the
+/// daemon knows the pane).
+pub const MAX_HELD: usize = 256 * 1024;
 /// The hooks that pipe a new pane before its first byte.
 pub const PIPE_HOOKS: [&str; 3] = [
     "after-new-window",
@@ -71,6 +74,8 @@ pub struct PipeState {
     pub output_on: std::collections::HashSet<SessionId>,
     /// A check of the pipes asked for is scheduled.
     pub check_due: bool,
+    /// Bytes of piped panes that no list has shown yet, and whether some were dropped.
+    pub held: std::collections::HashMap<PaneId, (Vec<u8>, bool)>,
 }
 
 impl PipeState {
@@ -98,6 +103,18 @@ impl Observer {
             } => {
                 let live = matches!(self.piping.panes.get(&pane), Some(Piping::Live(h)) if h.serial() == serial);
                 if !live {
+                    return None;
+                }
+                if !self.inventory.panes.contains_key(&pane) {
+                    // A pane our hook piped before any list had it: what it writes first is
+                    // kept for when the daemon knows it.
+                    let (held, dropped) = self.piping.held.entry(pane).or_default();
+                    *dropped |= lost;
+                    if held.len() + data.len() > MAX_HELD {
+                        held.clear();
+                        *dropped = true;
+                    }
+                    held.extend_from_slice(&data[data.len().saturating_sub(MAX_HELD)..]);
                     return None;
                 }
                 let output = Observed::Output {
@@ -200,6 +217,29 @@ impl Observer {
         self.piping
             .panes
             .retain(|id, p| inventory.panes.contains_key(id) || matches!(p, Piping::Live(_)));
+        // Bytes held for panes the list now has go out first, in order.
+        let listed: Vec<PaneId> = self
+            .piping
+            .held
+            .keys()
+            .filter(|id| inventory.panes.contains_key(id))
+            .copied()
+            .collect();
+        for id in listed {
+            if let Some((data, lost)) = self.piping.held.remove(&id) {
+                if lost {
+                    self.found.push_back(Observed::Lost(id));
+                }
+                self.found.push_back(Observed::Output {
+                    pane: id,
+                    data: PaneBytes::Raw(data),
+                });
+            }
+        }
+        let panes = &self.piping.panes;
+        self.piping
+            .held
+            .retain(|id, _| matches!(panes.get(id), Some(Piping::Live(_))));
         let mut asked = false;
         let mut lines: Vec<String> = Vec::new();
         // Panes that were piped and go to their client now: paused there, if it takes output.
