@@ -659,5 +659,7 @@ impl Daemon {
         }
         let left = budget.saturating_sub(started.elapsed());
         self.windows.flush(left).await;
+        // A `--version` that never answers must not outlive us.
+        crate::process::version::kill_running();
     }
 }

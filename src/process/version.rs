@@ -115,10 +115,23 @@ pub fn from_files(file: &Path) -> Option<String> {
     version_in_path(file)
 }
 
+/// The `--version` runs under way (their pids), so that the daemon can end them when it stops:
+/// a program that never answers would otherwise outlive it.
+static RUNNING: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Ends every `--version` run under way (the daemon is stopping).
+pub fn kill_running() {
+    let pids = RUNNING.lock().map(|r| r.clone()).unwrap_or_default();
+    for pid in pids {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 /// Runs `program args… --version` with a time limit and reads the version it prints. Blocks
 /// up to `limit`: call it off the daemon's loop.
 pub fn run_version(program: &Path, args: &[String], limit: Duration) -> Option<String> {
-    use std::io::Read;
     use std::process::{Command, Stdio};
     let mut child = Command::new(program)
         .args(args)
@@ -129,6 +142,19 @@ pub fn run_version(program: &Path, args: &[String], limit: Duration) -> Option<S
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
+    let pid = child.id();
+    if let Ok(mut r) = RUNNING.lock() {
+        r.push(pid);
+    }
+    let out = wait_version(&mut child, limit);
+    if let Ok(mut r) = RUNNING.lock() {
+        r.retain(|p| *p != pid);
+    }
+    out
+}
+
+fn wait_version(child: &mut std::process::Child, limit: Duration) -> Option<String> {
+    use std::io::Read;
     let deadline = Instant::now() + limit;
     loop {
         match child.try_wait() {
@@ -307,6 +333,16 @@ mod tests {
         let t = Instant::now();
         assert_eq!(run_version(&slow, &[], Duration::from_millis(200)), None);
         assert!(t.elapsed() < Duration::from_secs(5));
+        // One under way when the daemon stops is ended with it.
+        let t = Instant::now();
+        let run = std::thread::spawn(move || run_version(&slow, &[], Duration::from_secs(60)));
+        while RUNNING.lock().map(|r| r.is_empty()).unwrap_or(true) {
+            assert!(t.elapsed() < Duration::from_secs(10), "the run registered");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_running();
+        assert_eq!(ok(run.join().map_err(|_| "panicked")), None);
+        assert!(t.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! The observer of one tmux server: one control client per session (per session group), kept
-//! in step with `%sessions-changed`; the inventory; the panes' bytes, through each pane's pipe
-//! ([`piping`], the default) or its control client; and pane captures sent over a control
-//! connection (no process per capture).
+//! The observer of one tmux server: its control clients, kept in step with `%sessions-changed`
+//! (with pane pipes, [`piping`], the default: one for the whole server, with the [`world`]
+//! subscription, plus one per session holding a pane read through its client; without: one
+//! per session group); the inventory; the panes' bytes, through each pane's pipe or its control
+//! client; and pane captures sent over a control connection (no process per capture).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
