@@ -598,22 +598,17 @@ impl Observer {
 
     /// The sessions to have a control client on. Through the control clients: one per session
     /// (group). With pipes: one client for the whole server (on the session it is on while that
-    /// lasts, else the first), plus one per session (group) that holds a pane read through its
+    /// lasts, else the oldest), plus one per session (group) that holds a pane read through its
     /// client.
     fn targets(&mut self) -> HashSet<SessionId> {
         if self.piping.pipes.is_none() {
             return self.inventory.attach_targets().into_iter().collect();
         }
         let sessions = &self.inventory.sessions;
+        // The oldest session (the lowest id) is the likeliest to stay.
         let main = self
             .main
             .filter(|s| sessions.contains_key(s))
-            .or_else(|| {
-                self.conns
-                    .iter()
-                    .find(|(s, c)| c.is_open() && sessions.contains_key(s))
-                    .map(|(s, _)| *s)
-            })
             .or_else(|| sessions.keys().next().copied());
         self.main = main;
         let mut out: HashSet<SessionId> = main.into_iter().collect();
@@ -830,8 +825,8 @@ impl Observer {
     }
 }
 
-/// The first session of the server at `addr`, asked with one `tmux list-sessions` (no control
-/// client needed).
+/// The oldest session of the server at `addr` (the lowest id: the likeliest to stay), asked
+/// with one `tmux list-sessions` (no control client needed).
 async fn first_session(
     tmux: &std::path::Path,
     addr: &ServerAddress,
@@ -845,5 +840,6 @@ async fn first_session(
         .await?;
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(SessionId::parse))
+        .filter_map(SessionId::parse)
+        .min())
 }

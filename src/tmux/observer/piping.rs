@@ -41,9 +41,13 @@ pub enum Piping {
     Asked(Instant),
     /// Its bytes come through its pipe.
     Live(PipeHandle),
-    /// tmux closed our pipe: the pane closed (the next list says so) or someone else's
-    /// `pipe-pane` replaced or closed ours.
-    Closed,
+    /// tmux closed our pipe: the pane closed (a list says so) or someone else's `pipe-pane`
+    /// replaced or closed ours. `listed` counts the lists that still showed the pane since: the
+    /// first may have been made before the pane closed, so only a second one decides.
+    Closed {
+        /// Lists taken in since the pipe closed.
+        listed: u8,
+    },
     /// Read through its control client.
     Client(ClientReason),
 }
@@ -134,7 +138,7 @@ impl Observer {
                 if !matches!(p, Piping::Live(h) if h.serial() == serial) {
                     return None;
                 }
-                *p = Piping::Closed;
+                *p = Piping::Closed { listed: 0 };
                 Some(Observed::Structure)
             }
             PipeEvent::Check => {
@@ -154,7 +158,7 @@ impl Observer {
         self.piping.pipes.as_ref()?;
         match self.piping.panes.get(&pane) {
             None | Some(Piping::Asked(_) | Piping::Live(_)) => {}
-            Some(Piping::Closed | Piping::Client(_)) => {
+            Some(Piping::Closed { .. } | Piping::Client(_)) => {
                 // Late, or after the pane went to its control client, whose copy would overlap
                 // what the pipe holds: let it go (the handle closes our end), and close it in
                 // tmux when it is ours for sure.
@@ -266,7 +270,12 @@ impl Observer {
                     resume.push((*id, info.session));
                     Some(Piping::Client(ClientReason::Failed))
                 }
-                Some(Piping::Closed) => {
+                Some(Piping::Closed { listed: 0 }) => {
+                    // This list may be older than the close: ask for another.
+                    self.found.push_back(Observed::Structure);
+                    Some(Piping::Closed { listed: 1 })
+                }
+                Some(Piping::Closed { .. }) => {
                     tracing::info!(pane = %id, "another pipe-pane replaced or closed ours: reading the pane through its control client");
                     if info.pipe_mark == token {
                         lines.push(format!("set-option -pu -t {id} {MARK}"));
@@ -425,7 +434,7 @@ impl Observer {
         match self.piping.panes.get(&pane) {
             Some(Piping::Live(_)) => "pipe",
             Some(Piping::Asked(_)) => "pipe (being opened)",
-            Some(Piping::Closed) => "pipe (closed by tmux)",
+            Some(Piping::Closed { .. }) => "pipe (closed by tmux)",
             Some(Piping::Client(ClientReason::Foreign)) => {
                 "control client (the pane has a pipe-pane of its own)"
             }
