@@ -64,6 +64,8 @@ pub struct Prober {
     tx: mpsc::Sender<(PaneId, u32)>,
     /// Outstanding probes: when each was asked, and whether it was reported stuck.
     outstanding: HashMap<PaneId, (Instant, bool)>,
+    /// Probes asked while one of the same pane was under way (with the pid asked for).
+    again: HashMap<PaneId, u32>,
 }
 
 impl Prober {
@@ -127,6 +129,7 @@ impl Prober {
             Prober {
                 tx,
                 outstanding: HashMap::new(),
+                again: HashMap::new(),
             },
             answers,
         ))
@@ -135,6 +138,9 @@ impl Prober {
     /// Asks for a probe of `pane` (first process `pid`), unless one is outstanding.
     pub fn request(&mut self, pane: PaneId, pid: u32, now: Instant) {
         if self.outstanding.contains_key(&pane) {
+            // The probe under way may have looked before what made this one wanted (a program
+            // that execs a moment after it starts): ask again when it answers.
+            self.again.insert(pane, pid);
             return;
         }
         match self.tx.try_send((pane, pid)) {
@@ -148,6 +154,9 @@ impl Prober {
     /// An answer arrived for `pane`.
     pub fn answered(&mut self, pane: PaneId) {
         self.outstanding.remove(&pane);
+        if let Some(pid) = self.again.remove(&pane) {
+            self.request(pane, pid, Instant::now());
+        }
     }
 
     /// Whether a probe of `pane` is outstanding.
@@ -170,6 +179,7 @@ impl Prober {
     /// Forgets everything outstanding (another tmux server; late answers are dropped by pid).
     pub fn reset(&mut self) {
         self.outstanding.clear();
+        self.again.clear();
     }
 }
 
@@ -178,7 +188,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_probe_is_answered_once_and_repeats_coalesce() {
+    async fn a_probe_is_answered_once_and_repeats_coalesce_into_one_more() {
         let (mut p, mut answers) = Prober::start().expect("thread");
         let me = std::process::id();
         let t = Instant::now();
@@ -193,9 +203,24 @@ mod tests {
             panic!("a probe's answer first: {a:?}");
         };
         assert_eq!((a.pane, a.pid), (PaneId(1), me));
+        // The repeats asked while it was under way make one more probe after it (the first may
+        // have looked too early), and no more.
+        p.request(PaneId(1), me, t);
         p.answered(a.pane);
+        assert!(p.is_outstanding(PaneId(1)), "asked again");
+        let b = loop {
+            let b = tokio::time::timeout(Duration::from_secs(5), answers.recv())
+                .await
+                .expect("answered again")
+                .expect("open");
+            if let Answer::Probed(b) = b {
+                break b;
+            }
+        };
+        assert_eq!((b.pane, b.pid), (PaneId(1), me));
+        p.answered(b.pane);
         assert!(!p.is_outstanding(PaneId(1)));
-        // Only one answer for the two requests.
+        // Only those two answers for the three requests.
         assert!(
             tokio::time::timeout(Duration::from_millis(200), answers.recv())
                 .await

@@ -205,9 +205,16 @@ fn euid() -> u32 {
 fn quiet_daemon() -> (Tmux, Env, Daemon, PathBuf) {
     let mut tmux = Tmux::new();
     let env = Env::new();
-    tmux.new_session("quiet", Some("sleep 300"));
+    let pane = tmux.new_session("quiet", Some("sleep 300"));
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
+    // The daemon answers before the pane's pipe is handed over; that descriptor is the pane's,
+    // for good, and must be in the baselines the tests take.
+    wait_for(10, "the pane read through its pipe", || {
+        let (_, out, _) = env.run(&tmux, &["explain", &pane, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+        (v["output"] == "pipe").then_some(())
+    });
     let sock = socket_of(&env);
     (tmux, env, d, sock)
 }
