@@ -105,6 +105,48 @@ pub fn diff(old: &World, new: &World) -> Changes {
     }
 }
 
+use super::{Observed, Observer};
+
+impl Observer {
+    /// The world subscription's text changed: commands that changed are reported (and the
+    /// inventory updated), anything else is a structural change. The first text is compared
+    /// with the inventory.
+    pub(super) fn on_world(&mut self, value: &str) {
+        let new = parse(value);
+        let (commands, structure) = match &self.world {
+            Some(old) => {
+                let c = diff(old, &new);
+                (c.commands, c.structure)
+            }
+            None => {
+                let changed = new
+                    .panes
+                    .iter()
+                    .filter(|(id, f)| {
+                        self.inventory
+                            .panes
+                            .get(id)
+                            .is_some_and(|p| p.pid != f.pid || p.current_command != f.command)
+                    })
+                    .map(|(id, _)| *id)
+                    .collect();
+                (changed, false)
+            }
+        };
+        for id in commands {
+            if let (Some(p), Some(f)) = (self.inventory.panes.get_mut(&id), new.panes.get(&id)) {
+                p.pid = f.pid;
+                p.current_command.clone_from(&f.command);
+                self.found.push_back(Observed::Command(id));
+            }
+        }
+        if structure {
+            self.found.push_back(Observed::Structure);
+        }
+        self.world = Some(new);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
