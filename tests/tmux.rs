@@ -7,7 +7,9 @@ mod support;
 use std::process::Stdio;
 
 use support::{rss_kib, script, wait_for, Daemon, Env, Tmux};
+use thinkterm_sidecar::tmux::connection::Pacing;
 use thinkterm_sidecar::tmux::observer::{Observed, Observer};
+use thinkterm_sidecar::tmux::pipe::PipeConfig;
 use thinkterm_sidecar::tmux::server::{find_tmux, ServerAddress, ServerChoice};
 
 fn pane_ids(v: &serde_json::Value) -> Vec<String> {
@@ -233,15 +235,25 @@ fn window_sizes_are_unchanged_by_the_sidecar() {
 
 /// Runs the observer directly (no daemon) with a current-thread runtime.
 fn with_observer<T>(tmux: &Tmux, f: impl AsyncFnOnce(&mut Observer) -> T) -> T {
+    observe(tmux, None, f)
+}
+
+/// Runs the observer, with pane pipes as `pipes` says (or none), on a current-thread runtime.
+fn observe<T>(
+    tmux: &Tmux,
+    pipes: Option<PipeConfig>,
+    f: impl AsyncFnOnce(&mut Observer) -> T,
+) -> T {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
         let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
-        let mut obs = Observer::connect(find_tmux().unwrap(), addr)
-            .await
-            .expect("observer connects");
+        let mut obs =
+            Observer::connect_with(find_tmux().unwrap(), addr, Pacing::immediate(), pipes)
+                .await
+                .expect("observer connects");
         f(&mut obs).await
     })
 }
@@ -836,10 +848,6 @@ fn a_focus_plan_waits_for_tmux_and_reports_its_refusal() {
 }
 
 // ---- Pane pipes (issue 18): each pane's bytes through a pipe of its own ----
-
-use thinkterm_sidecar::tmux::connection::Pacing;
-use thinkterm_sidecar::tmux::pipe::PipeConfig;
-
 /// The sidecar binary, which `pipe-pane` runs as the relay.
 const RELAY: &str = env!("CARGO_BIN_EXE_thinkterm-sidecar");
 
@@ -851,22 +859,11 @@ fn with_piped_observer<T>(
 ) -> T {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("pipe.sock");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
-        let cfg = PipeConfig {
-            relay: relay.into(),
-            socket: socket.clone(),
-        };
-        let mut obs =
-            Observer::connect_with(find_tmux().unwrap(), addr, Pacing::immediate(), Some(cfg))
-                .await
-                .expect("observer connects");
-        f(&mut obs, &socket).await
-    })
+    let cfg = PipeConfig {
+        relay: relay.into(),
+        socket: socket.clone(),
+    };
+    observe(tmux, Some(cfg), async |obs| f(obs, &socket).await)
 }
 
 /// Takes what the observer reports until `done` says so, re-listing at each structural change
@@ -1205,26 +1202,17 @@ fn pipes_work_from_paths_with_quotes_dollars_hashes_and_percents() {
     std::fs::create_dir(&odd).unwrap();
     let relay = odd.join("relay $x");
     std::os::unix::fs::symlink(RELAY, &relay).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let addr = ServerAddress::resolve(&ServerChoice::Name(tmux.name.clone()));
-        let cfg = PipeConfig {
-            relay: relay.clone(),
-            socket: odd.join("p'%d#.sock"),
-        };
-        let mut obs =
-            Observer::connect_with(find_tmux().unwrap(), addr, Pacing::immediate(), Some(cfg))
-                .await
-                .expect("observer connects");
+    let cfg = PipeConfig {
+        relay: relay.clone(),
+        socket: odd.join("p'%d#.sock"),
+    };
+    observe(&tmux, Some(cfg), async |obs| {
         let id = first.parse().unwrap();
-        until_listed(&mut obs, 10, "the first pane piped", |obs, _| {
+        until_listed(obs, 10, "the first pane piped", |obs, _| {
             obs.output_source(id) == "pipe"
         })
         .await;
         let hooked = tmux.new_window("paths", Some("printf 'ODD-PATHS\\n'; exec sleep 300"));
-        collect_listed(&mut obs, &hooked, b"ODD-PATHS").await;
+        collect_listed(obs, &hooked, b"ODD-PATHS").await;
     });
 }
