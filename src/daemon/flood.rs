@@ -1,8 +1,9 @@
 //! Flood control for panes nobody needs to read: a pane with no agent, no status report and no
 //! `THINKTERM_AGENT` value that writes faster than a limit (`yes`, a build log, `cat` of a big
-//! file) has its output paused in our control client (`refresh-client -A '%P:pause'`). tmux
-//! keeps reading the pane (the program never blocks, other clients see everything) and simply
-//! stops sending us a copy. The pause is held for a while, then output is resumed for a sample:
+//! file) stops sending us its bytes: its pipe is closed (`pipe-pane -t %P`, reopened when the
+//! gate lets it go), or, for a pane read through a control client, its output is paused there
+//! (`refresh-client -A '%P:pause'`). tmux keeps reading the pane (the program never blocks,
+//! other clients see everything) and simply stops copying it to us. The pause is held for a while, then output is resumed for a sample:
 //! if the pane still floods it is paused again, for twice as long (up to [`MAX_HOLD`]); a pane
 //! that calmed down stays on. A change of the pane's foreground command, or an agent or report
 //! appearing, resumes it at once.
@@ -23,9 +24,9 @@ pub const MAX_HOLD: Duration = Duration::from_secs(8);
 /// What the caller must do in tmux.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FloodAction {
-    /// Send `refresh-client -A '%P:pause'`.
+    /// Stop our copy: close the pane's pipe, or send `refresh-client -A '%P:pause'`.
     Pause,
-    /// Send `refresh-client -A '%P:continue'`.
+    /// Copy again: reopen the pipe, or send `refresh-client -A '%P:continue'`.
     Resume,
 }
 

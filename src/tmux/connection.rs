@@ -319,6 +319,7 @@ async fn write_loop(
                     p.push_back(reply);
                 }
             }
+            tracing::trace!(command = %line, "to tmux");
             out.push_str(&line);
             out.push('\n');
             next = rx.try_recv().ok();

@@ -373,6 +373,17 @@ pub fn drawing_agent(env: &Env, name: &str) -> PathBuf {
     path
 }
 
+/// CPU a process has used (user and system), in clock ticks (0 when it is gone).
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let f: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|r| r.1.split(' ').collect())
+        .unwrap_or_default();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    tick(11) + tick(12)
+}
+
 /// Resident memory of a process, in KiB (`VmRSS`; 0 when it is gone).
 pub fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

@@ -3,10 +3,15 @@
 //! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
 //! every few milliseconds wakes the process once per period.
 //!
-//! The reader never stops reading: tmux keeps whatever a pipe does not take in its own memory,
-//! and does not let a pane whose pipe still holds bytes close. When the daemon falls behind (the
-//! event channel is full) the bytes wait here, up to [`MAX_PENDING`]; beyond that they are
-//! dropped and the next delivery says so (`lost`), so that the daemon looks at the screen again.
+//! The reader keeps up with the pane, whatever its pace: tmux keeps whatever a pipe does not
+//! take in its own memory, without bound (a `yes` in a pane read on the grid alone grew the
+//! server by 17 MB a second, as the pipe holds only about 200 KiB), and does not let a pane
+//! whose pipe still holds bytes close. So a pane that writes more than [`FLOOD_BYTES`] in one
+//! read period is read as soon as tmux writes, off the grid, until a period brings less; its
+//! bytes still go to the daemon once a period. When the daemon falls behind (the event channel is full) the bytes wait
+//! here, up to [`MAX_PENDING`]; beyond that they are dropped and the next delivery says so
+//! (`lost`), so that the daemon looks at the screen again. A pane that floods and that nothing
+//! reads has its pipe closed by the daemon's flood gate.
 
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
@@ -22,6 +27,9 @@ use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
 const READ_LIMIT: usize = 256 * 1024;
 /// Most bytes kept for a daemon that is behind; more are dropped.
 pub const MAX_PENDING: usize = 1024 * 1024;
+/// Bytes in one read period (in one wake-up on the grid, or over a period of reading at once)
+/// above which the pipe is read as soon as tmux writes.
+pub const FLOOD_BYTES: usize = 64 * 1024;
 /// How much room each read makes.
 const CHUNK: usize = 16 * 1024;
 /// The retry step for a full channel when there is no read grid.
@@ -96,6 +104,10 @@ pub(super) async fn read(
     let mut lost = false;
     let mut last_data: Option<Instant> = None;
     let mut next_read: Option<Instant> = None;
+    // Reading at once: since when (the current period), and the bytes of that period.
+    let mut flood: Option<(Instant, usize)> = None;
+    let mut sent_at: Option<Instant> = None;
+    let mut held: Option<Instant> = None;
     loop {
         let woke = match next_read {
             Some(at) => {
@@ -106,20 +118,47 @@ pub(super) async fn read(
                 at
             }
             None => {
-                match stream.watched() {
-                    Ok(s) => {
+                let Ok(s) = stream.watched() else {
+                    break;
+                };
+                match held {
+                    // Bytes held while flooding go out at the end of the period, writes or not.
+                    Some(at) => {
+                        tokio::select! {
+                            r = s.readable() => if r.is_err() { break },
+                            _ = pacing.timer.sleep_until(at) => {}
+                        }
+                    }
+                    None => {
                         if s.readable().await.is_err() {
                             break;
                         }
                     }
-                    Err(_) => break,
                 }
                 Instant::now()
             }
         };
         let (got, eof) = read_available(&mut stream, &mut pending, &mut lost);
+        if grid.is_on() {
+            flood = match flood.take() {
+                None => (got >= FLOOD_BYTES).then_some((woke, 0)),
+                Some((start, bytes)) if woke.duration_since(start) >= reads.period() => {
+                    // A period of reading at once ended: go on if it brought a flood's worth.
+                    (bytes + got >= FLOOD_BYTES).then_some((woke, 0))
+                }
+                Some((start, bytes)) => Some((start, bytes + got)),
+            };
+        }
+        // While flooding, the daemon gets the bytes once a period (what comes past
+        // `MAX_PENDING` meanwhile is dropped: the daemon's work stays bounded too).
+        let hold_until = flood
+            .and(sent_at)
+            .map(|t| t + reads.period())
+            .filter(|t| woke < *t);
+        let hold = hold_until.is_some();
+        held = hold_until;
         let mut behind = false;
-        if !pending.is_empty() || lost {
+        if (!pending.is_empty() || lost) && !hold {
             let ev = PipeEvent::Output {
                 pane,
                 serial,
@@ -127,7 +166,10 @@ pub(super) async fn read(
                 lost,
             };
             match events.try_send((PIPES, ConnEvent::Pipe(ev))) {
-                Ok(()) => lost = false,
+                Ok(()) => {
+                    lost = false;
+                    sent_at = Some(woke);
+                }
                 Err(mpsc::error::TrySendError::Full((_, ConnEvent::Pipe(ev)))) => {
                     if let PipeEvent::Output { data, .. } = ev {
                         pending = data;
@@ -140,7 +182,10 @@ pub(super) async fn read(
         if eof {
             break;
         }
-        next_read = if behind {
+        next_read = if flood.is_some() {
+            // Read as soon as tmux writes: what the pipe cannot take, tmux keeps.
+            None
+        } else if behind {
             Some(if grid.is_on() {
                 reads.at_or_after(woke + grid.period())
             } else {
