@@ -155,7 +155,7 @@ impl Daemon {
     }
 
     pub(super) fn start_relist(&mut self) {
-        let Some(obs) = &self.link.observer else {
+        let Some(obs) = &mut self.link.observer else {
             return;
         };
         self.link.relisting = true;
@@ -244,6 +244,7 @@ impl Daemon {
             Err(e) => {
                 tracing::debug!(error = %e, "re-listing failed; again shortly");
                 if let Some(obs) = &mut self.link.observer {
+                    obs.relist_done();
                     if obs.connection_count() == 0 {
                         // With pipes one client watches the server, and its session is gone:
                         // attach another first (local work, bounded).

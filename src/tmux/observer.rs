@@ -360,7 +360,8 @@ impl Observer {
 
     /// Sends the re-listing commands now; the returned future gives their answers, without
     /// holding the observer (the daemon goes on taking in notifications meanwhile).
-    pub fn start_relist(&self) -> Query<Lists> {
+    pub fn start_relist(&mut self) -> Query<Lists> {
+        self.piping.relisting = true;
         let conn = match self.any_connection() {
             Ok(c) => c.clone(),
             Err(e) => return Box::pin(std::future::ready(Err(e))),
@@ -412,6 +413,7 @@ impl Observer {
             self.inventory.focus_events = f;
         }
         // Pipes first: which panes are read through a client decides which clients there are.
+        self.relist_done();
         self.sync_pipes();
         let wanted = self.targets();
         // Dropping the handle closes its input: the client detaches.
@@ -571,8 +573,12 @@ impl Observer {
             | N::LayoutChange(_)
             | N::SessionRenamed(..)
             | N::SessionsChanged
-            | N::PaneModeChanged(_) => Some(Observed::Structure),
-            N::WindowPaneChanged(..) | N::SessionWindowChanged(..) => Some(Observed::Structure),
+            | N::PaneModeChanged(_)
+            | N::WindowPaneChanged(..)
+            | N::SessionWindowChanged(..) => {
+                tracing::trace!(notification = ?n, "structure");
+                Some(Observed::Structure)
+            }
             N::ClientSessionChanged(_) | N::ClientDetached(_) => Some(Observed::Clients),
             N::Pause(p) => Some(Observed::Paused(p)),
             N::Continue(p) => Some(Observed::Continued(p)),

@@ -83,6 +83,12 @@ pub struct PipeState {
     pub check_due: bool,
     /// Bytes of piped panes that no list has shown yet, and whether some were dropped.
     pub held: std::collections::HashMap<PaneId, (Vec<u8>, bool)>,
+    /// A re-list is under way ([`Observer::start_relist`]).
+    pub relisting: bool,
+    /// Panes whose pipe was handed over, unlisted, while a re-list was under way: that list
+    /// most likely has them (tmux made the pane before its hook piped it); if it does not,
+    /// another is asked for.
+    pub opened_unlisted: std::collections::HashSet<PaneId>,
 }
 
 impl PipeState {
@@ -142,6 +148,7 @@ impl Observer {
                     return None;
                 }
                 *p = Piping::Closed { listed: 0 };
+                tracing::trace!(%pane, "structure: pipe closed");
                 Some(Observed::Structure)
             }
             PipeEvent::Check => {
@@ -191,11 +198,34 @@ impl Observer {
         let session = self.inventory.panes.get(&pane).map(|p| p.session);
         match session {
             // A pane our hook piped before any list had it.
-            None => Some(Observed::Structure),
+            None if self.piping.relisting => {
+                self.piping.opened_unlisted.insert(pane);
+                None
+            }
+            None => {
+                tracing::trace!(%pane, "structure: pipe of a pane not listed yet");
+                Some(Observed::Structure)
+            }
             Some(s) => {
                 self.pause_in_client(pane, s);
                 None
             }
+        }
+    }
+
+    /// The re-list under way was taken in, or failed: a pane piped meanwhile that it does not
+    /// show asks for another.
+    pub fn relist_done(&mut self) {
+        self.piping.relisting = false;
+        let inventory = &self.inventory;
+        let missing = self
+            .piping
+            .opened_unlisted
+            .drain()
+            .any(|id| !inventory.panes.contains_key(&id));
+        if missing {
+            tracing::trace!("structure: a pane piped during the re-list is not in it");
+            self.found.push_back(Observed::Structure);
         }
     }
 

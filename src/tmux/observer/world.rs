@@ -105,7 +105,32 @@ pub fn diff(old: &World, new: &World) -> Changes {
     }
 }
 
+/// Whether `panes` (the inventory, as of the last list) already shows what the world text
+/// shows of every pane: the same panes, each as active and of the same size. A structural change
+/// that a re-list made since has already taken in needs no other.
+pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
+    let mut seen = 0;
+    for rec in world.shape.split(RS).filter(|r| !r.is_empty()) {
+        let mut f = rec.split(' ');
+        let (Some(id), Some(flags), Some(size)) = (f.next(), f.next(), f.next()) else {
+            return false;
+        };
+        let Some(p) = PaneId::parse(id).and_then(|id| panes.get(&id)) else {
+            return false;
+        };
+        let want = format!("{}{}", u8::from(p.active), u8::from(p.window_active));
+        if flags != want || size != format!("{}x{}", p.width, p.height) {
+            return false;
+        }
+        seen += 1;
+    }
+    // A pane listed under several (grouped) sessions comes once per session: then the counts
+    // differ, and the re-list decides.
+    seen == panes.len()
+}
+
 use super::{Observed, Observer};
+use crate::tmux::inventory::PaneInfo;
 
 impl Observer {
     /// The world subscription's text changed: commands that changed are reported (and the
@@ -140,7 +165,8 @@ impl Observer {
                 self.found.push_back(Observed::Command(id));
             }
         }
-        if structure {
+        if structure && !agrees_with(&new, &self.inventory.panes) {
+            tracing::trace!("structure: world");
             self.found.push_back(Observed::Structure);
         }
         self.world = Some(new);
@@ -204,6 +230,60 @@ mod tests {
             ["%2", "20", "11", "40x24", "claude"],
         ]));
         assert!(diff(&a, &moved).structure);
+    }
+
+    /// A `list-panes -a` line of the inventory's fields for a pane.
+    fn listed(id: u32, window_active: u8, active: u8, w: u32, h: u32) -> String {
+        [
+            "$0".to_string(),
+            "s".into(),
+            format!("@{id}"),
+            "0".into(),
+            window_active.to_string(),
+            format!("%{id}"),
+            "0".into(),
+            active.to_string(),
+            "10".into(),
+            "/dev/pts/1".into(),
+            "bash".into(),
+            w.to_string(),
+            h.to_string(),
+            "0".into(),
+            "0".into(),
+            "0".into(),
+            "w".into(),
+            "/".into(),
+            "1".into(),
+            "".into(),
+            "t".into(),
+        ]
+        .join(&SEP.to_string())
+    }
+
+    #[test]
+    fn a_change_a_re_list_already_took_in_needs_no_other() {
+        let w = parse(&text(&[
+            ["%1", "10", "11", "80x24", "bash"],
+            ["%2", "20", "10", "40x24", "claude"],
+        ]));
+        let inv = |lines: &[String]| crate::tmux::inventory::parse_panes(lines);
+        assert!(agrees_with(
+            &w,
+            &inv(&[listed(1, 1, 1, 80, 24), listed(2, 0, 1, 40, 24)])
+        ));
+        // Sizes, active flags, panes missing or more: the inventory is behind.
+        for panes in [
+            vec![listed(1, 1, 1, 80, 24), listed(2, 0, 1, 80, 24)],
+            vec![listed(1, 1, 1, 80, 24), listed(2, 1, 1, 40, 24)],
+            vec![listed(1, 1, 1, 80, 24)],
+            vec![
+                listed(1, 1, 1, 80, 24),
+                listed(2, 0, 1, 40, 24),
+                listed(3, 0, 1, 40, 24),
+            ],
+        ] {
+            assert!(!agrees_with(&w, &inv(&panes)), "{panes:?}");
+        }
     }
 
     #[test]

@@ -149,11 +149,12 @@ pub(super) async fn read(
                 Some((start, bytes)) => Some((start, bytes + got)),
             };
         }
-        // While flooding, the daemon gets the bytes once a period (what comes past
+        // While flooding, the daemon gets the bytes once a read period (what comes past
         // `MAX_PENDING` meanwhile is dropped: the daemon's work stays bounded too).
+        // On the read grid's instants, as the capture rounds are.
         let hold_until = flood
             .and(sent_at)
-            .map(|t| t + reads.period())
+            .map(|t| reads.at_or_after(t + Duration::from_millis(1)))
             .filter(|t| woke < *t);
         let hold = hold_until.is_some();
         held = hold_until;
