@@ -617,11 +617,10 @@ fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
     env.wait_row(&tmux, &pane, "state", "working", 10);
 }
 
-/// With pipes (the default), a pane that writes as fast as tmux reads and that nothing reads
-/// has its pipe closed by the flood gate (tmux stops copying its bytes to us), and costs the rest
-/// nothing: an agent beside it is classified, the daemon's memory stays bounded, the flooding
-/// program is never held up; when another program starts in the pane its pipe is opened again
-/// and what it reports is read.
+/// With pipes (the default), a pane that writes as fast as tmux reads costs the rest nothing:
+/// an agent beside it is classified, the daemon's memory stays bounded (its reader never holds
+/// more than `MAX_PENDING`), the flooding program is never held up, and whatever the pane runs
+/// next is read from its first report.
 #[test]
 fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     let working = fixture("claude-code/2.1.328/003-working.txt");
@@ -642,17 +641,8 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
         let v: serde_json::Value = serde_json::from_str(&out).ok()?;
         (code == 0).then_some(v)
     };
-    wait_for(10, "the agent's pane read through its pipe", || {
-        (explain(&pane)?["output"] == "pipe").then_some(())
-    });
-    // The flood's pipe is closed while it floods: in tmux too.
-    wait_for(20, "the flood's pipe closed by the flood gate", || {
-        let v = explain(&flood)?;
-        let closed = tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"]);
-        (v["output_paused"] == true
-            && v["output"].as_str()?.starts_with("none")
-            && closed.trim() == "0")
-            .then_some(())
+    wait_for(10, "both panes read through their pipes", || {
+        (explain(&flood)?["output"] == "pipe" && explain(&pane)?["output"] == "pipe").then_some(())
     });
     env.wait_row(&tmux, &pane, "agent", "claude", 10);
     tmux.type_line(&pane, &working);
@@ -669,11 +659,9 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     script(
         &reporter,
         &format!(
-            "#!/bin/bash\nsleep 3\n{BIN} report --app flooder --state blocked --kind permission\nexec sleep 300\n"
+            "#!/bin/bash\n{BIN} report --app flooder --state blocked --kind permission\nexec sleep 300\n"
         ),
     );
-    // Another program in the pane (tmux reports the new command within a second): its pipe is
-    // opened again, and what it reports once it has been running for a moment is read.
     tmux.cmd(&[
         "respawn-pane",
         "-k",
@@ -681,29 +669,29 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
         &flood,
         &reporter.display().to_string(),
     ]);
-    wait_for(10, "the pipe opened again for the new program", || {
-        let open = tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"]);
-        (explain(&flood)?["output"] == "pipe" && open.trim() == "1").then_some(())
-    });
     let row = env.wait_row(&tmux, &flood, "state", "blocked", 15);
     assert_eq!(row["source"], "status_report", "{row}");
+    assert_eq!(
+        explain(&flood).unwrap()["output"],
+        "pipe",
+        "the pipe outlives respawn-pane"
+    );
     let started = std::time::Instant::now();
     d.stop();
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
 }
 
-/// With the flood gate off (`flood_pause_kib_s = 0`), a pane that writes as fast as tmux reads
-/// (`yes`) keeps its pipe, and the pipe is read as fast as tmux writes: tmux keeps in its own
-/// memory whatever a pipe does not take, without bound (read on the 100 ms grid alone, the
-/// server grew by 17 MB a second here), so its memory is the measure.
+/// A pane that writes as fast as tmux reads (`yes`) read through its pipe (never gated) must
+/// not grow the tmux server: tmux keeps in its own memory whatever a pipe has not taken yet
+/// (and a client of another session stops it from holding the pane back instead). A pipe is
+/// read as fast as tmux writes (read on the 100 ms grid alone, the server grew by 17 MB a
+/// second). With control clients the same flood still grows it (`BENCHMARKS.md`, change 7).
 #[test]
 fn a_pipe_is_read_as_fast_as_a_flooding_pane_writes() {
     let mut tmux = Tmux::new();
     let env = Env::new();
-    let config = env.path("config/thinkterm/config.toml");
-    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-    std::fs::write(&config, "flood_pause_kib_s = 0\n").unwrap();
     let flood = tmux.new_session("flood", Some("yes"));
+    tmux.new_session("other", None);
     let pid = |f: &str| -> u32 {
         tmux.cmd(&["display-message", "-p", "-t", &flood, f])
             .trim()
@@ -719,73 +707,20 @@ fn a_pipe_is_read_as_fast_as_a_flooding_pane_writes() {
         (code == 0 && v["output"] == "pipe").then_some(())
     });
     let before = support::cpu_ticks(yes);
-    // Four seconds of `yes`'s CPU: hundreds of megabytes through tmux.
-    wait_for(30, "the flooding program to run for 4 s of CPU", || {
-        (support::cpu_ticks(yes) > before + 400).then_some(())
+    // Six seconds of `yes`'s CPU: hundreds of megabytes through tmux.
+    wait_for(40, "the flooding program to run for 6 s of CPU", || {
+        (support::cpu_ticks(yes) > before + 600).then_some(())
     });
     let rss = support::rss_kib(server);
     assert!(
-        rss < 40 * 1024,
-        "tmux server RSS {rss} KiB after 4 s of a flood read through our pipe"
+        rss < 48 * 1024,
+        "tmux server RSS {rss} KiB after 6 s of a flood read through our pipe"
     );
     assert_eq!(
         tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"])
             .trim(),
         "1",
-        "the pipe stays open with the gate off"
-    );
-    d.stop();
-}
-
-/// A pipe the person opens on a pane while the flood gate holds its pipe closed is theirs: when
-/// the gate lets the pane go, ours is not opened over it (their file keeps growing), and the
-/// pane is read through its control client from then on.
-#[test]
-fn a_pipe_of_the_persons_opened_while_a_flood_is_held_is_never_replaced() {
-    let mut tmux = Tmux::new();
-    let env = Env::new();
-    let flood = tmux.new_session("flood", Some("yes"));
-    let mut d = Daemon::start(&env, &tmux);
-    d.wait_ready(&env, &tmux);
-    let explain = |p: &str| {
-        let (code, out, _) = env.run(&tmux, &["explain", p, "--json"]);
-        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
-        (code == 0).then_some(v)
-    };
-    wait_for(20, "the flood's pipe closed by the flood gate", || {
-        explain(&flood)?["output"]
-            .as_str()?
-            .starts_with("none")
-            .then_some(())
-    });
-    let theirs = env.path("theirs.out");
-
-    tmux.cmd(&[
-        "pipe-pane",
-        "-t",
-        &flood,
-        &format!("cat > {}", theirs.display()),
-    ]);
-    wait_for(20, "the pane read through its control client", || {
-        let v = explain(&flood)?;
-        (v["output"] == "control client (the pane has a pipe-pane of its own)").then_some(())
-    });
-    let size = || std::fs::metadata(&theirs).map(|m| m.len()).unwrap_or(0);
-    let before = size();
-    wait_for(10, "their pipe still taking the pane's bytes", || {
-        (size() > before + 1024 * 1024).then_some(())
-    });
-    assert_eq!(
-        tmux.cmd(&[
-            "display-message",
-            "-p",
-            "-t",
-            &flood,
-            "#{pane_pipe}#{@thinkterm_pipe}"
-        ])
-        .trim(),
-        "1",
-        "their pipe is open and carries no mark of ours"
+        "the pipe stays open"
     );
     d.stop();
 }

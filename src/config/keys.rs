@@ -74,8 +74,8 @@ settings! {
         /// at half this step (0: read every write at once).
         read_batch_ms: u64 = 100, range 0..=MAX_READ_BATCH_MS;
         /// A pane with no agent, report or variable that writes more than this many KiB per
-        /// second stops being copied to the sidecar for a while: its pipe is closed, or its
-        /// output paused in the sidecar's control client (0: never).
+        /// second has its copy of the output paused in the sidecar's control client (0: never;
+        /// a pane read through its pipe is never paused).
         flood_pause_kib_s: u64 = 256, range 0..=MAX_FLOOD_PAUSE_KIB_S;
         /// An agent pane whose bytes carry nothing but its screen and title and that writes
         /// more than this many KiB between two captures of its screen has the copy of its

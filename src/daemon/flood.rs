@@ -1,11 +1,14 @@
 //! Flood control for panes nobody needs to read: a pane with no agent, no status report and no
 //! `THINKTERM_AGENT` value that writes faster than a limit (`yes`, a build log, `cat` of a big
-//! file) stops sending us its bytes: its pipe is closed (`pipe-pane -t %P`, reopened when the
-//! gate lets it go), or, for a pane read through a control client, its output is paused there
+//! file) and that is read through a control client has its output paused there
 //! (`refresh-client -A '%P:pause'`). tmux keeps reading the pane (the program never blocks,
-//! other clients see everything) and simply stops copying it to us. The pause is held for a while, then output is resumed for a sample:
-//! if the pane still floods it is paused again, for twice as long (up to [`MAX_HOLD`]); a pane
-//! that calmed down stays on. A change of the pane's foreground command, or an agent or report
+//! other clients see everything) and simply stops copying it to us. A piped pane is not gated:
+//! its pipe costs tmux one write of each byte, its reader keeps up and drops what the daemon
+//! cannot take (`tmux::pipe::reader`), and a pause would hide the pane's writes from the
+//! terminal notes' wait for a still window (`daemon::terminal`), which counts a paused pane as
+//! writing: notes sent during a flood in bursts were never written. The pause is held for a
+//! while, then output is resumed for a sample: if the pane still floods it is paused again, for
+//! twice as long (up to [`MAX_HOLD`]); a pane that calmed down stays on. A change of the pane's foreground command, or an agent or report
 //! appearing, resumes it at once.
 //!
 //! What is lost while a pane is paused is only what the sidecar would have scanned of its bytes:
@@ -24,9 +27,9 @@ pub const MAX_HOLD: Duration = Duration::from_secs(8);
 /// What the caller must do in tmux.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FloodAction {
-    /// Stop our copy: close the pane's pipe, or send `refresh-client -A '%P:pause'`.
+    /// Send `refresh-client -A '%P:pause'`.
     Pause,
-    /// Copy again: reopen the pipe, or send `refresh-client -A '%P:continue'`.
+    /// Send `refresh-client -A '%P:continue'`.
     Resume,
 }
 

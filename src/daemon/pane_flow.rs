@@ -28,20 +28,20 @@ impl Daemon {
                 };
                 let out = p.on_output(now, &data, detection);
                 let wants = p.wants_capture();
-                // The flood gate closes a piped pane's pipe, or pauses a control client's copy.
-                // The redraw gate is the control copy's only: a piped agent's bytes cost tmux one
-                // write, never hold up a capture's reply, and a pipe cannot be paused.
-                let flood = p.flood.on_output(now.at, data.len(), p.unread());
-                let redraw = if data.is_piped() {
-                    None
+                // The gates pause a control client's copy; a piped pane has none (its bytes cost
+                // tmux one write, and never hold up a capture's reply).
+                let (flood, redraw) = if data.is_piped() {
+                    (None, None)
                 } else {
+                    let flood = p.flood.on_output(now.at, data.len(), p.unread());
                     let limit = self.config.config.redraw_pause_kib.saturating_mul(1024);
-                    if p.redraw_only() {
+                    let redraw = if p.redraw_only() {
                         p.redraw.on_output(data.len(), true, limit)
                     } else {
                         // Bytes sent before a pause took effect carried a signal: read them all.
                         p.redraw.release()
-                    }
+                    };
+                    (flood, redraw)
                 };
                 if let Some(a) = flood {
                     self.flood_action(pane, a);
@@ -80,6 +80,7 @@ impl Daemon {
                 // may have changed unseen.
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
+                    p.title_unsure = true;
                     if p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }
@@ -90,6 +91,7 @@ impl Daemon {
                 // round resumed it: its capture is on the way).
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
+                    p.title_unsure = true;
                     if !p.redraw.take_resumed() && p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }
@@ -263,10 +265,7 @@ impl Daemon {
         let on = action == FloodAction::Resume;
         tracing::debug!(%pane, on, "flooding pane: output copy {}", if on { "resumed" } else { "paused" });
         if let Some(obs) = &mut self.link.observer {
-            // A piped pane's pipe is closed while it floods; a control copy is paused.
-            if !obs.hold_pipe(pane, !on) {
-                obs.set_output(pane, on);
-            }
+            obs.set_output(pane, on);
         }
         if on {
             // What was skipped may have left a sequence half open.

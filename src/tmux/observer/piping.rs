@@ -50,9 +50,6 @@ pub enum Piping {
     },
     /// Read through its control client.
     Client(ClientReason),
-    /// We closed its pipe: the pane floods and nothing reads its bytes (the flood gate,
-    /// `daemon::flood`); reopened when the gate lets it go.
-    Held,
 }
 
 /// Why a pane is read through its control client.
@@ -177,7 +174,7 @@ impl Observer {
         self.piping.pipes.as_ref()?;
         match self.piping.panes.get(&pane) {
             None | Some(Piping::Asked(_) | Piping::Live(_)) => {}
-            Some(Piping::Closed { .. } | Piping::Client(_) | Piping::Held) => {
+            Some(Piping::Closed { .. } | Piping::Client(_)) => {
                 // Late, or after the pane went to its control client, whose copy would overlap
                 // what the pipe holds: let it go (the handle closes our end), and close it in
                 // tmux when it is ours for sure.
@@ -304,16 +301,6 @@ impl Observer {
                 None if info.pipe_mark == token => Some(Piping::Asked(now)),
                 None => {
                     tracing::info!(pane = %id, "the pane has a pipe of its own (pipe-pane): reading it through its control client");
-                    Some(Piping::Client(ClientReason::Foreign))
-                }
-                Some(Piping::Asked(at))
-                    if now.duration_since(*at) >= PIPE_WAIT
-                        && info.pipe
-                        && info.pipe_mark.is_empty() =>
-                {
-                    // Someone piped the pane while its pipe was held closed: ours did not open.
-                    tracing::info!(pane = %id, "the pane has a pipe of its own (pipe-pane): reading it through its control client");
-                    resume.push((*id, info.session));
                     Some(Piping::Client(ClientReason::Foreign))
                 }
                 Some(Piping::Asked(at)) if now.duration_since(*at) >= PIPE_WAIT => {
@@ -481,49 +468,12 @@ impl Observer {
         out
     }
 
-    /// Closes (`held`) or reopens the pipe of a pane that floods and whose bytes nothing reads
-    /// (the flood gate): a closed pipe costs tmux nothing, where an open one costs it a write of
-    /// every byte. The reopened pipe carries what the pane writes from then on. Returns false
-    /// when the pane is not read through a pipe of ours (the caller pauses its control copy).
-    pub fn hold_pipe(&mut self, pane: PaneId, held: bool) -> bool {
-        let Some(pipes) = &self.piping.pipes else {
-            return false;
-        };
-        let Some(state) = self.piping.panes.get_mut(&pane) else {
-            return false;
-        };
-        let piped = matches!(state, Piping::Live(_) | Piping::Asked(_));
-        let line = match (held, piped, matches!(state, Piping::Held)) {
-            (true, true, _) => {
-                // Dropping the handle stops its reader; a hand-over still on its way is let go.
-                *state = Piping::Held;
-                Pipes::close_commands(pane).to_vec()
-            }
-            (false, _, true) => {
-                *state = Piping::Asked(Instant::now());
-                vec![pipes.reopen_command(pane)]
-            }
-            (_, piped, was_held) => return piped || was_held,
-        };
-        tracing::debug!(%pane, held, "pane pipe {}", if held { "closed while the pane floods" } else { "reopened" });
-        if let Ok(c) = self.any_connection() {
-            for l in line {
-                c.send(l);
-            }
-        }
-        if !held {
-            self.schedule_pipe_check();
-        }
-        true
-    }
-
     /// How `pane`'s bytes reach us, in words (`explain`): `pipe`, or `control client` and why.
     pub fn output_source(&self, pane: PaneId) -> &'static str {
         match self.piping.panes.get(&pane) {
             Some(Piping::Live(_)) => "pipe",
             Some(Piping::Asked(_)) => "pipe (being opened)",
             Some(Piping::Closed { .. }) => "pipe (closed by tmux)",
-            Some(Piping::Held) => "none (the pane floods: its pipe is closed until it calms down)",
             Some(Piping::Client(ClientReason::Foreign)) => {
                 "control client (the pane has a pipe-pane of its own)"
             }

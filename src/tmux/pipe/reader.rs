@@ -9,7 +9,7 @@
 //! whose pipe still holds bytes close. So a pane that writes more than [`FLOOD_BYTES`] in one
 //! read period is read as soon as tmux writes, off the grid, until a period brings less; its
 //! bytes still go to the daemon once a period. When the daemon falls behind (the event channel is full) the bytes wait
-//! here, up to [`MAX_PENDING`]; beyond that they are dropped and the next delivery says so
+//! here, up to [`MAX_PENDING`]; beyond that the oldest are dropped and the next delivery says so
 //! (`lost`), so that the daemon looks at the screen again. A pane that floods and that nothing
 //! reads has its pipe closed by the daemon's flood gate.
 
@@ -25,8 +25,10 @@ use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
 
 /// Most bytes read in one wake-up before the other tasks get a turn.
 const READ_LIMIT: usize = 256 * 1024;
-/// Most bytes kept for a daemon that is behind; more are dropped.
-pub const MAX_PENDING: usize = 1024 * 1024;
+/// Most bytes kept between two hand-overs (a read period while the pane floods, or while the
+/// daemon is behind); past it the older half is dropped. Gemini CLI writes up to 1.2 MB at once
+/// (its start and streaming, written as fast as the pty takes them).
+pub const MAX_PENDING: usize = 4 * 1024 * 1024;
 /// Bytes in one read period (in one wake-up on the grid, or over a period of reading at once)
 /// above which the pipe is read as soon as tmux writes.
 pub const FLOOD_BYTES: usize = 64 * 1024;
@@ -218,13 +220,15 @@ pub(super) async fn read(
         .await;
 }
 
-/// Reads what the pipe holds (up to [`READ_LIMIT`]) onto `pending`, dropping it all and setting
-/// `lost` past [`MAX_PENDING`]. Returns the bytes read and whether the pipe ended.
+/// Reads what the pipe holds (up to [`READ_LIMIT`]) onto `pending`, dropping its older half and
+/// setting `lost` past [`MAX_PENDING`]. Returns the bytes read and whether the pipe ended.
 fn read_available(stream: &mut Stream, pending: &mut Vec<u8>, lost: &mut bool) -> (usize, bool) {
     let mut got = 0;
     while got < READ_LIMIT {
         if pending.len() + CHUNK > MAX_PENDING {
-            pending.clear();
+            // The oldest go: the newest bytes (what the pane wrote last, a report after a
+            // flood) are the ones that tell its state.
+            pending.drain(..pending.len() - MAX_PENDING / 2);
             *lost = true;
         }
         let len = pending.len();
