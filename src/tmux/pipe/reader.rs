@@ -3,15 +3,10 @@
 //! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
 //! every few milliseconds wakes the process once per period.
 //!
-//! The reader keeps up with the pane, whatever its pace: tmux keeps whatever a pipe does not
-//! take in its own memory, without bound (a `yes` in a pane read on the grid alone grew the
-//! server by 17 MB a second, as the pipe holds only about 200 KiB), and does not let a pane
-//! whose pipe still holds bytes close. So a pane that writes more than [`FLOOD_BYTES`] in one
-//! read period is read as soon as tmux writes, off the grid, until a period brings less; its
-//! bytes still go to the daemon once a period. When the daemon falls behind (the event channel is full) the bytes wait
-//! here, up to [`MAX_PENDING`]; beyond that the oldest are dropped and the next delivery says so
-//! (`lost`), so that the daemon looks at the screen again. A pane that floods and that nothing
-//! reads has its pipe closed by the daemon's flood gate.
+//! The reader never stops reading: tmux keeps whatever a pipe does not take in its own memory,
+//! and does not let a pane whose pipe still holds bytes close. When the daemon falls behind (the
+//! event channel is full) the bytes wait here, up to [`MAX_PENDING`]; beyond that they are
+//! dropped and the next delivery says so (`lost`), so that the daemon looks at the screen again.
 
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
@@ -25,13 +20,8 @@ use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
 
 /// Most bytes read in one wake-up before the other tasks get a turn.
 const READ_LIMIT: usize = 256 * 1024;
-/// Most bytes kept between two hand-overs (a read period while the pane floods, or while the
-/// daemon is behind); past it the older half is dropped. Gemini CLI writes up to 1.2 MB at once
-/// (its start and streaming, written as fast as the pty takes them).
-pub const MAX_PENDING: usize = 4 * 1024 * 1024;
-/// Bytes in one read period (in one wake-up on the grid, or over a period of reading at once)
-/// above which the pipe is read as soon as tmux writes.
-pub const FLOOD_BYTES: usize = 64 * 1024;
+/// Most bytes kept for a daemon that is behind; more are dropped.
+pub const MAX_PENDING: usize = 1024 * 1024;
 /// How much room each read makes.
 const CHUNK: usize = 16 * 1024;
 /// The retry step for a full channel when there is no read grid.
@@ -106,10 +96,6 @@ pub(super) async fn read(
     let mut lost = false;
     let mut last_data: Option<Instant> = None;
     let mut next_read: Option<Instant> = None;
-    // Reading at once: since when (the current period), and the bytes of that period.
-    let mut flood: Option<(Instant, usize)> = None;
-    let mut sent_at: Option<Instant> = None;
-    let mut held: Option<Instant> = None;
     loop {
         let woke = match next_read {
             Some(at) => {
@@ -120,48 +106,20 @@ pub(super) async fn read(
                 at
             }
             None => {
-                let Ok(s) = stream.watched() else {
-                    break;
-                };
-                match held {
-                    // Bytes held while flooding go out at the end of the period, writes or not.
-                    Some(at) => {
-                        tokio::select! {
-                            r = s.readable() => if r.is_err() { break },
-                            _ = pacing.timer.sleep_until(at) => {}
-                        }
-                    }
-                    None => {
+                match stream.watched() {
+                    Ok(s) => {
                         if s.readable().await.is_err() {
                             break;
                         }
                     }
+                    Err(_) => break,
                 }
                 Instant::now()
             }
         };
         let (got, eof) = read_available(&mut stream, &mut pending, &mut lost);
-        if grid.is_on() {
-            flood = match flood.take() {
-                None => (got >= FLOOD_BYTES).then_some((woke, 0)),
-                Some((start, bytes)) if woke.duration_since(start) >= reads.period() => {
-                    // A period of reading at once ended: go on if it brought a flood's worth.
-                    (bytes + got >= FLOOD_BYTES).then_some((woke, 0))
-                }
-                Some((start, bytes)) => Some((start, bytes + got)),
-            };
-        }
-        // While flooding, the daemon gets the bytes once a read period (what comes past
-        // `MAX_PENDING` meanwhile is dropped: the daemon's work stays bounded too).
-        // On the read grid's instants, as the capture rounds are.
-        let hold_until = flood
-            .and(sent_at)
-            .map(|t| reads.at_or_after(t + Duration::from_millis(1)))
-            .filter(|t| woke < *t);
-        let hold = hold_until.is_some();
-        held = hold_until;
         let mut behind = false;
-        if (!pending.is_empty() || lost) && !hold {
+        if !pending.is_empty() || lost {
             let ev = PipeEvent::Output {
                 pane,
                 serial,
@@ -169,10 +127,7 @@ pub(super) async fn read(
                 lost,
             };
             match events.try_send((PIPES, ConnEvent::Pipe(ev))) {
-                Ok(()) => {
-                    lost = false;
-                    sent_at = Some(woke);
-                }
+                Ok(()) => lost = false,
                 Err(mpsc::error::TrySendError::Full((_, ConnEvent::Pipe(ev)))) => {
                     if let PipeEvent::Output { data, .. } = ev {
                         pending = data;
@@ -185,10 +140,7 @@ pub(super) async fn read(
         if eof {
             break;
         }
-        next_read = if flood.is_some() {
-            // Read as soon as tmux writes: what the pipe cannot take, tmux keeps.
-            None
-        } else if behind {
+        next_read = if behind {
             Some(if grid.is_on() {
                 reads.at_or_after(woke + grid.period())
             } else {
@@ -220,15 +172,13 @@ pub(super) async fn read(
         .await;
 }
 
-/// Reads what the pipe holds (up to [`READ_LIMIT`]) onto `pending`, dropping its older half and
-/// setting `lost` past [`MAX_PENDING`]. Returns the bytes read and whether the pipe ended.
+/// Reads what the pipe holds (up to [`READ_LIMIT`]) onto `pending`, dropping it all and setting
+/// `lost` past [`MAX_PENDING`]. Returns the bytes read and whether the pipe ended.
 fn read_available(stream: &mut Stream, pending: &mut Vec<u8>, lost: &mut bool) -> (usize, bool) {
     let mut got = 0;
     while got < READ_LIMIT {
         if pending.len() + CHUNK > MAX_PENDING {
-            // The oldest go: the newest bytes (what the pane wrote last, a report after a
-            // flood) are the ones that tell its state.
-            pending.drain(..pending.len() - MAX_PENDING / 2);
+            pending.clear();
             *lost = true;
         }
         let len = pending.len();
