@@ -312,6 +312,17 @@ impl Observer {
         &self.server_identity
     }
 
+    /// Whether the server this observer attached to still runs: its socket may already belong to
+    /// a new server (killed and started again at the same path), which is another server, with
+    /// ids of its own, not this one's.
+    fn server_process_alive(&self) -> bool {
+        let pid = self.server_identity.split(crate::tmux::command::SEP).next();
+        match pid.and_then(|p| p.parse::<u32>().ok()) {
+            Some(pid) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            None => true,
+        }
+    }
+
     /// The server's address.
     pub fn address(&self) -> &ServerAddress {
         &self.addr
@@ -495,7 +506,10 @@ impl Observer {
                     }
                     tracing::debug!(session = %s, ?reason, "control client ended");
                 }
-                if !self.addr.is_alive() || (self.conns.is_empty() && self.piping.pipes.is_none()) {
+                if !self.addr.is_alive()
+                    || !self.server_process_alive()
+                    || (self.conns.is_empty() && self.piping.pipes.is_none())
+                {
                     self.conns.clear();
                     return Some(Observed::ServerGone);
                 }
