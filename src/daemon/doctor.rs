@@ -44,7 +44,7 @@ impl Daemon {
             "exe": std::env::current_exe().ok(),
             "server": self.addr.socket,
             "attached": obs.is_some(),
-            "server_pid": obs.and_then(|o| o.server_identity().split(crate::tmux::command::SEP).next()?.parse::<u32>().ok()),
+            "server_pid": obs.and_then(|o| o.server_pid()),
             "control_clients": obs.map_or(0, |o| o.connection_count()),
             "streams": self.bus.open_streams(),
             "sessions": inv.map_or(0, |i| i.sessions.len()),

@@ -4,12 +4,12 @@
 //! (`refresh-client -A '%P:pause'`). tmux keeps reading the pane (the program never blocks,
 //! other clients see everything) and simply stops copying it to us. A piped pane is not gated:
 //! its pipe costs tmux one write of each byte, its reader drops what the daemon cannot take
-//! (`tmux::pipe::reader`), and a pause would hide the pane's writes from the
-//! terminal notes' wait for a still window (`daemon::terminal`), which counts a paused pane as
-//! writing: notes sent during a flood in bursts were never written. The pause is held for a
-//! while, then output is resumed for a sample: if the pane still floods it is paused again, for
-//! twice as long (up to [`MAX_HOLD`]); a pane that calmed down stays on. A change of the pane's foreground command, or an agent or report
-//! appearing, resumes it at once.
+//! (`tmux::pipe::reader`), and a pause would hide the pane's writes from the terminal notes'
+//! wait for a still window (`daemon::terminal`), which counts a paused pane as writing: notes
+//! sent during a flood in bursts were never written. The pause is held for a while, then output
+//! is resumed for a sample: if the pane still floods it is paused again, for twice as long (up
+//! to [`MAX_HOLD`]); a pane that calmed down stays on. A change of the pane's foreground
+//! command, or an agent or report appearing, resumes it at once.
 //!
 //! What is lost while a pane is paused is only what the sidecar would have scanned of its bytes:
 //! escape sequences from a program that is not an agent. Titles and commands still arrive by

@@ -195,15 +195,13 @@ impl Daemon {
             self.captures.finish([]);
             return;
         };
-        // Panes whose redraws were paused are resumed with their capture (see `redraw`), and
-        // their title read with it, as is the title of a pane whose bytes were dropped.
+        // Panes whose redraws were paused are resumed with their capture (see `redraw`).
         let resume: Vec<PaneId> = panes
             .iter()
             .filter(|id| {
-                self.panes.get_mut(id).is_some_and(|p| {
-                    let resumed = p.redraw.on_capture().is_some();
-                    std::mem::take(&mut p.title_unsure) || resumed
-                })
+                self.panes
+                    .get_mut(id)
+                    .is_some_and(|p| p.redraw.on_capture().is_some())
             })
             .copied()
             .collect();

@@ -80,7 +80,6 @@ impl Daemon {
                 // may have changed unseen.
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
-                    p.title_unsure = true;
                     if p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }
@@ -91,7 +90,6 @@ impl Daemon {
                 // round resumed it: its capture is on the way).
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
-                    p.title_unsure = true;
                     if !p.redraw.take_resumed() && p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }

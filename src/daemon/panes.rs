@@ -55,9 +55,6 @@ pub struct PaneEntry {
     pub flood: FloodGate,
     /// Pauses our copy of an agent pane's heavy redraws between two captures.
     pub redraw: RedrawGate,
-    /// Bytes of the pane were dropped (its pipe's reader fell 1 MiB behind, or tmux paused our
-    /// copy): a title among them is not known, so the next capture reads the title too.
-    pub title_unsure: bool,
     /// Its bytes carried a signal other than a title (a report, a value, progress, a prompt
     /// mark, a notification): they are always read.
     bytes_matter: bool,
@@ -115,7 +112,6 @@ impl PaneEntry {
             signals: PaneSignals::new(),
             looked_at: None,
             fingerprint: None,
-            title_unsure: false,
             flood: FloodGate::new(flood_limit),
             redraw: RedrawGate::default(),
             bytes_matter: false,

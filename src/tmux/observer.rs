@@ -312,15 +312,21 @@ impl Observer {
         &self.server_identity
     }
 
+    /// The server's pid, from its identity.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server_identity
+            .split(crate::tmux::command::SEP)
+            .next()?
+            .parse()
+            .ok()
+    }
+
     /// Whether the server this observer attached to still runs: its socket may already belong to
     /// a new server (killed and started again at the same path), which is another server, with
     /// ids of its own, not this one's.
     fn server_process_alive(&self) -> bool {
-        let pid = self.server_identity.split(crate::tmux::command::SEP).next();
-        match pid.and_then(|p| p.parse::<u32>().ok()) {
-            Some(pid) => std::path::Path::new(&format!("/proc/{pid}")).exists(),
-            None => true,
-        }
+        self.server_pid()
+            .is_none_or(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
     }
 
     /// The server's address.

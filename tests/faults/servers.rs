@@ -11,16 +11,9 @@ fn frame(rel: &str) -> String {
     fixtures::path(rel).display().to_string()
 }
 
-/// CPU time of a process (user + system), from `/proc/PID/stat`.
+/// CPU time of a process (user + system), from `/proc/PID/stat` (10 ms ticks).
 fn cpu(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rfind(')').map(|i| &stat[i + 2..]).unwrap_or("");
-    let f: Vec<u64> = after
-        .split_whitespace()
-        .map(|s| s.parse().unwrap_or(0))
-        .collect();
-    let ticks = f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    Duration::from_millis(super::support::cpu_ticks(pid) * 10)
 }
 
 /// A pane writes `mib` MiB as fast as tmux takes it, another an OSC that never ends; the

@@ -151,16 +151,16 @@ impl Observer {
             PipeEvent::Check => {
                 self.piping.check_due = false;
                 let now = Instant::now();
-                let late = self.piping.panes.values().any(
-                    |p| matches!(p, Piping::Asked(at) if now.duration_since(*at) >= PIPE_WAIT),
-                );
+                let (mut late, mut waiting) = (false, false);
+                for p in self.piping.panes.values() {
+                    if let Piping::Asked(at) = p {
+                        let due = now.duration_since(*at) >= PIPE_WAIT;
+                        late |= due;
+                        waiting |= !due;
+                    }
+                }
                 // A pipe asked for after this check was scheduled is not due yet: another check.
-                if self
-                    .piping
-                    .panes
-                    .values()
-                    .any(|p| matches!(p, Piping::Asked(at) if now.duration_since(*at) < PIPE_WAIT))
-                {
+                if waiting {
                     self.schedule_pipe_check();
                 }
                 // The re-list that follows gives late panes to their control clients.
