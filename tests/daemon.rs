@@ -618,8 +618,8 @@ fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
 }
 
 /// With pipes (the default), a pane that writes as fast as tmux reads costs the rest nothing:
-/// an agent beside it is classified, the daemon's memory stays bounded (its reader never holds
-/// more than `MAX_PENDING`), the flooding program is never held up, and whatever the pane runs
+/// an agent beside it is classified, the daemon's memory stays bounded (its reader never keeps
+/// more than a burst and the sequences), the flooding program is never held up, and whatever the pane runs
 /// next is read from its first report.
 #[test]
 fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
@@ -683,13 +683,10 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
 
 /// A pane that writes as fast as tmux reads (`yes`) read through its pipe (never gated) must
 /// not grow the tmux server: tmux keeps in its own memory whatever a pipe has not taken yet
-/// (and a client of another session stops it from holding the pane back instead). Read on the
-/// 100 ms grid, the server grows by 17 MB a second. Known and open (`BENCHMARKS.md`, "7. tmux's
-/// memory under a flood"): reading as fast as tmux writes fixed it but cost the daemon more
-/// than a core during `tests/faults` flood, and closing the pipe of a flooding pane held the
-/// terminal notes back. Run with `--ignored` to see it.
+/// (and a client of another session stops it from holding the pane back instead). Read at one
+/// pipe-full a period, the server grew by 17 MB a second; each read takes everything the pipe
+/// holds, and the daemon gets what the pipe's keeper keeps (`tmux::pipe::keep`).
 #[test]
-#[ignore = "known defect, open: a flooding pane read through its pipe grows the tmux server (BENCHMARKS.md, 7)"]
 fn a_pipe_is_read_as_fast_as_a_flooding_pane_writes() {
     let mut tmux = Tmux::new();
     let env = Env::new();

@@ -3,8 +3,8 @@
 //! file) and that is read through a control client has its output paused there
 //! (`refresh-client -A '%P:pause'`). tmux keeps reading the pane (the program never blocks,
 //! other clients see everything) and simply stops copying it to us. A piped pane is not gated:
-//! its pipe costs tmux one write of each byte, its reader drops what the daemon cannot take
-//! (`tmux::pipe::reader`), and a pause would hide the pane's writes from the terminal notes'
+//! its pipe costs tmux one write of each byte, its reader takes a flood whole and keeps for
+//! the daemon what it reads (`tmux::pipe::keep`), and a pause would hide the pane's writes from the terminal notes'
 //! wait for a still window (`daemon::terminal`), which counts a paused pane as writing: notes
 //! sent during a flood in bursts were never written. The pause is held for a while, then output
 //! is resumed for a sample: if the pane still floods it is paused again, for twice as long (up

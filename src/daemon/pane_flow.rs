@@ -85,6 +85,12 @@ impl Daemon {
                     }
                 }
             }
+            Observed::Skipped(pane) => {
+                // Text left out of a flood: the screen changed unseen (the sequences came).
+                if self.panes.get(&pane).is_some_and(|p| p.wants_capture()) {
+                    self.captures.want(pane, now.at);
+                }
+            }
             Observed::Continued(pane) => {
                 // Output was dropped while paused: look at the screen again (unless a capture
                 // round resumed it: its capture is on the way).

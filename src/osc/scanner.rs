@@ -83,7 +83,7 @@ pub enum Event<'a> {
     Oversized {
         /// Up to [`OVERSIZED_HEAD`] leading payload bytes.
         head: &'a [u8],
-        /// Full payload length seen (control bytes not counted).
+        /// Full payload length seen (control bytes before the cap not counted).
         len: usize,
     },
     /// A BEL outside any sequence.
@@ -241,7 +241,14 @@ impl Scanner {
                 }
                 State::Osc => {
                     let rest = &input[i..];
-                    let run = rest.iter().position(|&b| b < 0x20).unwrap_or(rest.len());
+                    let run = if self.overflow {
+                        // Past its cap nothing is stored: only the end is looked for (and the
+                        // length counts the other C0 controls too).
+                        let end = memchr3(BEL, ESC, CAN, rest).unwrap_or(rest.len());
+                        memchr::memchr(SUB, &rest[..end]).unwrap_or(end)
+                    } else {
+                        rest.iter().position(|&b| b < 0x20).unwrap_or(rest.len())
+                    };
                     self.push(&rest[..run]);
                     i += run;
                     if run < rest.len() {

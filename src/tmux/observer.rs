@@ -72,6 +72,9 @@ pub enum Observed {
     },
     /// Bytes of a pane's pipe were dropped (we fell far behind): what follows starts afresh.
     Lost(PaneId),
+    /// A pane wrote faster than its pipe's bytes are taken as they are: some of its text and
+    /// drawing were left out (never a part of an escape sequence), so its screen changed unseen.
+    Skipped(PaneId),
     /// Something structural changed: call [`Observer::refresh`] (soon; several come in bursts).
     Structure,
     /// Clients changed (session switch, window switch, detach): refresh clients.
@@ -324,9 +327,12 @@ impl Observer {
     /// Whether the server this observer attached to still runs: its socket may already belong to
     /// a new server (killed and started again at the same path), which is another server, with
     /// ids of its own, not this one's.
-    fn server_process_alive(&self) -> bool {
-        self.server_pid()
-            .is_none_or(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists())
+    ///
+    /// A server that is exiting counts as gone: a client's end can close while the dying server
+    /// still holds its listening socket (a connect then succeeds), and its `/proc` entry stays
+    /// until it is reaped.
+    pub(super) fn server_process_alive(&self) -> bool {
+        self.server_pid().is_none_or(process_running)
     }
 
     /// The server's address.
@@ -604,5 +610,45 @@ impl Observer {
             N::Continue(p) => Some(Observed::Continued(p)),
             N::SubscriptionChanged { .. } | N::Reply(_) | N::Exit(_) | N::Other(_) => None,
         }
+    }
+}
+
+/// Whether process `pid` runs and is not exiting (`PF_EXITING` in the flags of
+/// `/proc/PID/stat`, or a zombie): what is left of a killed process is not it.
+fn process_running(pid: u32) -> bool {
+    /// `PF_EXITING`, set when a process starts to exit (before its descriptors close).
+    const PF_EXITING: u64 = 0x4;
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The fields after the command (which may hold spaces and parentheses): state, ppid, pgrp,
+    // session, tty_nr, tpgid, flags.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next().unwrap_or("X");
+    let flags: u64 = fields.nth(5).and_then(|f| f.parse().ok()).unwrap_or(0);
+    !matches!(state, "Z" | "X" | "x") && flags & PF_EXITING == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::process_running;
+
+    #[test]
+    fn a_running_process_runs_and_a_zombie_or_a_missing_one_does_not() {
+        assert!(process_running(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for yet: once it has exited it is a zombie, whose /proc entry remains.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_running(pid) {
+            assert!(std::time::Instant::now() < deadline, "`true` did not end");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+        child.wait().unwrap();
+        assert!(!process_running(pid));
     }
 }

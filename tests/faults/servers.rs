@@ -174,6 +174,10 @@ fn restarts(rounds: usize) {
         // Same ids in the new server: its window is not done.
         assert_eq!(tmux.window_of(&pane), window, "round {round}");
         let row = env.wait_row(&tmux, &pane, "agent", "claude", 20);
+        if row["window_mark"] == "done" {
+            // Why the daemon took the new server for the old one (TT_TEST_LOG=debug says more).
+            eprintln!("the daemon's log:\n{}", d.log_text());
+        }
         assert_ne!(row["window_mark"], "done", "round {round}: {row}");
         assert_ne!(
             tmux.window_option(&window, "@thinkterm_mark"),

@@ -272,7 +272,8 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Starts `thinkterm-sidecar -L NAME run` with the environment.
+    /// Starts `thinkterm-sidecar -L NAME run` with the environment, logging at `info`, or at
+    /// the level `TT_TEST_LOG` names (`TT_TEST_LOG=debug cargo test ...` to see why a test failed).
     pub fn start(env: &Env, tmux: &Tmux) -> Daemon {
         let log = env.path(&format!(
             "daemon-{}.log",
@@ -281,7 +282,10 @@ impl Daemon {
         let file = std::fs::File::create(&log).expect("log file");
         let child = env
             .sidecar(tmux, &["run"])
-            .env("THINKTERM_LOG", "info")
+            .env(
+                "THINKTERM_LOG",
+                std::env::var("TT_TEST_LOG").unwrap_or_else(|_| "info".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)

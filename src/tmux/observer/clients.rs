@@ -6,7 +6,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{
-    world, ObserveError, Observer, Piping, ATTACH_TIMEOUT, SUB_COMMAND, SUB_FOCUS, SUB_TITLE,
+    world, ObserveError, Observed, Observer, Piping, ATTACH_TIMEOUT, SUB_COMMAND, SUB_FOCUS,
+    SUB_TITLE,
 };
 use crate::ids::{PaneId, SessionId, WindowId};
 use crate::tmux::command::quote;
@@ -182,6 +183,12 @@ impl Observer {
     /// sessions there are.
     pub async fn attach_missing(&mut self) {
         if !self.conns.values().any(Connection::is_open) {
+            if !self.server_process_alive() {
+                // Our server is gone (its socket may already be another server's, with ids of
+                // its own): say so rather than attach to whatever answers there.
+                self.found.push_back(Observed::ServerGone);
+                return;
+            }
             match first_session(&self.tmux, &self.addr).await {
                 Ok(Some(s)) => {
                     self.main = Some(s);

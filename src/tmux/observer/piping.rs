@@ -109,7 +109,7 @@ impl Observer {
                 pane,
                 serial,
                 data,
-                lost,
+                skipped,
             } => {
                 let live = matches!(self.piping.panes.get(&pane), Some(Piping::Live(h)) if h.serial() == serial);
                 if !live {
@@ -119,7 +119,6 @@ impl Observer {
                     // A pane our hook piped before any list had it: what it writes first is
                     // kept for when the daemon knows it.
                     let (held, dropped) = self.piping.held.entry(pane).or_default();
-                    *dropped |= lost;
                     if held.len() + data.len() > MAX_HELD {
                         held.clear();
                         *dropped = true;
@@ -131,10 +130,10 @@ impl Observer {
                     pane,
                     data: PaneBytes::Raw(data),
                 };
-                if lost {
+                if skipped > 0 {
                     // In this order, whoever takes them: [`Observer::next`] reports `found` first.
-                    self.found.push_back(Observed::Lost(pane));
                     self.found.push_back(output);
+                    self.found.push_back(Observed::Skipped(pane));
                     return None;
                 }
                 Some(output)

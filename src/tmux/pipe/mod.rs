@@ -20,6 +20,7 @@
 //! Owns: the listener, the token and the reader tasks. The observer decides which panes get a
 //! pipe ([`crate::tmux::observer`]).
 
+pub mod keep;
 mod reader;
 pub mod relay;
 
@@ -38,8 +39,6 @@ use tokio::task::{AbortHandle, JoinSet};
 use super::command::quote;
 use super::connection::{ConnEvent, ConnId, Pacing};
 use crate::ids::PaneId;
-
-pub use reader::MAX_PENDING;
 
 /// The id pipe events carry in the observer's channel (no control client has it).
 pub const PIPES: ConnId = ConnId(u64::MAX);
@@ -88,10 +87,11 @@ pub enum PipeEvent {
         pane: PaneId,
         /// Which of the pane's pipes (a pane piped twice has the later one).
         serial: u64,
-        /// Its bytes, in order, right after the previous delivery's (unless `lost`).
+        /// What the pipe's keeper kept of its bytes, in order, right after the previous
+        /// delivery's: all of them, or, past a cut (a CAN), only the escape sequences.
         data: Vec<u8>,
-        /// Bytes before these were dropped (the daemon was far behind).
-        lost: bool,
+        /// How many bytes were left out (the pane wrote faster than the daemon reads).
+        skipped: u64,
     },
     /// tmux closed the pipe: the pane closed, or another `pipe-pane` replaced or closed ours.
     Closed {

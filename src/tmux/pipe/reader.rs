@@ -3,10 +3,15 @@
 //! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
 //! every few milliseconds wakes the process once per period.
 //!
-//! The reader never stops reading: tmux keeps whatever a pipe does not take in its own memory,
-//! and does not let a pane whose pipe still holds bytes close. When the daemon falls behind (the
-//! event channel is full) the bytes wait here, up to [`MAX_PENDING`]; beyond that they are
-//! dropped and the next delivery says so (`lost`), so that the daemon looks at the screen again.
+//! Each read takes everything the pipe holds, however much: tmux keeps whatever a pipe does not
+//! take in its own memory, without bound, and does not let a pane whose pipe still holds bytes
+//! close. A pipe holds about 64 KiB of tmux's writes, so a pane that fills it (a flood) is read
+//! as soon as tmux writes while each read finds it full, and [`FLOOD_STEP`] later when one
+//! found less, until a read period brings little; what is kept of it still goes to the daemon
+//! once a period. What of it goes to the daemon is bounded by the pipe's [`Keeper`]: past a burst and a
+//! rate, only the escape sequences, and a count of the bytes left out (`skipped`), so that the
+//! daemon looks at the screen again. When the daemon falls behind (the event channel is full)
+//! what is kept waits here, within the same bounds.
 
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
@@ -14,16 +19,27 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::keep::Keeper;
 use super::{PipeEvent, PIPES};
 use crate::ids::PaneId;
 use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
 
-/// Most bytes read in one wake-up before the other tasks get a turn.
-const READ_LIMIT: usize = 256 * 1024;
-/// Most bytes kept for a daemon that is behind; more are dropped.
-pub const MAX_PENDING: usize = 1024 * 1024;
-/// How much room each read makes.
-const CHUNK: usize = 16 * 1024;
+/// Most bytes read in one wake-up before the other tasks get a turn (the next read comes at
+/// once).
+const READ_LIMIT: usize = 8 * 1024 * 1024;
+/// How much each read takes at most.
+const CHUNK: usize = 64 * 1024;
+/// One read that brings this much starts a flood: the pipe (about 64 KiB of tmux's 4 KiB
+/// writes) was full.
+const FLOOD_BYTES: usize = 48 * 1024;
+/// How long a flooding pane's pipe is left to fill after a read that found it less than full.
+const FLOOD_STEP: Duration = Duration::from_millis(2);
+/// How long a quiet pipe that tmux wrote to waits before it is read: tmux reads a pane 4 KiB at
+/// a time and writes each piece to the pipe, so one write of the program (an agent's redraw
+/// that sets two titles) comes in pieces less than a millisecond apart; read at the first
+/// piece, the rest waited for the next grid instant, and the daemon showed the first title's
+/// state for 100 ms.
+const GATHER: Duration = Duration::from_millis(2);
 /// The retry step for a full channel when there is no read grid.
 const RETRY: Duration = Duration::from_millis(10);
 
@@ -67,6 +83,45 @@ impl Stream {
     }
 }
 
+/// A pane that floods its pipe: read as fast as it fills, delivered on the read grid.
+#[derive(Clone, Copy, Debug)]
+struct Flood {
+    /// The start of the current read period, and the bytes read since.
+    since: Instant,
+    bytes: usize,
+    /// When what is kept goes to the daemon next.
+    deliver_at: Instant,
+}
+
+impl Flood {
+    /// After a read of `got` bytes at `now`: a flood starts with a read of [`FLOOD_BYTES`] and
+    /// lasts while each read period brings as much (a quiet pipe is not read: a period with no
+    /// read at all ended it).
+    fn next(flood: Option<Flood>, now: Instant, got: usize, period: Duration) -> Option<Flood> {
+        let start = |f: Option<Flood>| {
+            (got >= FLOOD_BYTES).then_some(Flood {
+                since: now,
+                bytes: got,
+                deliver_at: f.map_or(now, |f| f.deliver_at),
+            })
+        };
+        match flood {
+            None => start(None),
+            Some(f) if now.duration_since(f.since) >= period * 2 => start(None),
+            Some(mut f) if now.duration_since(f.since) < period => {
+                f.bytes += got;
+                Some(f)
+            }
+            Some(f) if f.bytes >= FLOOD_BYTES => Some(Flood {
+                since: now,
+                bytes: got,
+                ..f
+            }),
+            Some(f) => start(Some(f)),
+        }
+    }
+}
+
 /// Which pipe a reader reads.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Pipe {
@@ -93,10 +148,12 @@ pub(super) async fn read(
     let grid = pacing.grid;
     let reads = pacing.reads();
     let mut pending: Vec<u8> = Vec::new();
-    let mut lost = false;
+    let mut keeper = Keeper::new(Instant::now());
     let mut last_data: Option<Instant> = None;
     let mut next_read: Option<Instant> = None;
+    let mut flood: Option<Flood> = None;
     loop {
+        let owed = !pending.is_empty() || keeper.skipped() > 0;
         let woke = match next_read {
             Some(at) => {
                 if stream.unwatch().is_err() {
@@ -106,28 +163,48 @@ pub(super) async fn read(
                 at
             }
             None => {
-                match stream.watched() {
-                    Ok(s) => {
+                let Ok(s) = stream.watched() else { break };
+                match flood.as_ref().filter(|_| owed).map(|f| f.deliver_at) {
+                    // What a flood kept goes out on the grid, writes or not.
+                    Some(at) => {
+                        tokio::select! {
+                            r = s.readable() => if r.is_err() { break },
+                            _ = pacing.timer.sleep_until(at) => {}
+                        }
+                    }
+                    None => {
                         if s.readable().await.is_err() {
                             break;
                         }
+                        if grid.is_on() && flood.is_none() {
+                            // The rest of the write comes with it (see GATHER).
+                            pacing.timer.sleep_until(Instant::now() + GATHER).await;
+                        }
                     }
-                    Err(_) => break,
                 }
                 Instant::now()
             }
         };
-        let (got, eof) = read_available(&mut stream, &mut pending, &mut lost);
+        let (got, eof) = read_available(&mut stream, &mut keeper, &mut pending);
+        if grid.is_on() {
+            flood = Flood::next(flood, woke, got, reads.period());
+        }
+        let due = eof || flood.as_ref().is_none_or(|f| woke >= f.deliver_at);
         let mut behind = false;
-        if !pending.is_empty() || lost {
+        if due && (!pending.is_empty() || keeper.skipped() > 0) {
             let ev = PipeEvent::Output {
                 pane,
                 serial,
                 data: std::mem::take(&mut pending),
-                lost,
+                skipped: keeper.skipped(),
             };
             match events.try_send((PIPES, ConnEvent::Pipe(ev))) {
-                Ok(()) => lost = false,
+                Ok(()) => {
+                    keeper.delivered();
+                    if let Some(f) = &mut flood {
+                        f.deliver_at = reads.at_or_after(woke + grid.period());
+                    }
+                }
                 Err(mpsc::error::TrySendError::Full((_, ConnEvent::Pipe(ev)))) => {
                     if let PipeEvent::Output { data, .. } = ev {
                         pending = data;
@@ -140,7 +217,15 @@ pub(super) async fn read(
         if eof {
             break;
         }
-        next_read = if behind {
+        next_read = if got >= READ_LIMIT {
+            // The pipe may hold more: read again once the other tasks had a turn.
+            Some(Instant::now())
+        } else if flood.is_some() {
+            // Flooding (what the pipe cannot take, tmux keeps): a read that found it nearly
+            // full reads again as soon as tmux writes; one that found less waits FLOOD_STEP, so
+            // that each read takes a pipe-full rather than each 4 KiB tmux wrote.
+            (got < FLOOD_BYTES).then(|| woke + FLOOD_STEP)
+        } else if behind {
             Some(if grid.is_on() {
                 reads.at_or_after(woke + grid.period())
             } else {
@@ -158,12 +243,12 @@ pub(super) async fn read(
         };
     }
     // What was read and not yet taken goes first.
-    if !pending.is_empty() || lost {
+    if !pending.is_empty() || keeper.skipped() > 0 {
         let ev = PipeEvent::Output {
             pane,
             serial,
             data: pending,
-            lost,
+            skipped: keeper.skipped(),
         };
         let _ = events.send((PIPES, ConnEvent::Pipe(ev))).await;
     }
@@ -172,34 +257,31 @@ pub(super) async fn read(
         .await;
 }
 
-/// Reads what the pipe holds (up to [`READ_LIMIT`]) onto `pending`, dropping it all and setting
-/// `lost` past [`MAX_PENDING`]. Returns the bytes read and whether the pipe ended.
-fn read_available(stream: &mut Stream, pending: &mut Vec<u8>, lost: &mut bool) -> (usize, bool) {
-    let mut got = 0;
-    while got < READ_LIMIT {
-        if pending.len() + CHUNK > MAX_PENDING {
-            pending.clear();
-            *lost = true;
-        }
-        let len = pending.len();
-        pending.resize(len + CHUNK, 0);
-        let r = stream.try_read(&mut pending[len..]);
-        let n = match r {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                pending.truncate(len);
-                continue;
-            }
-            Err(e) => {
-                pending.truncate(len);
-                return (got, e.kind() != std::io::ErrorKind::WouldBlock);
-            }
-        };
-        pending.truncate(len + n);
-        if n == 0 {
-            return (got, true);
-        }
-        got += n;
+/// Reads what the pipe holds (up to [`READ_LIMIT`]) through `keeper` onto `pending`. Returns
+/// the bytes read and whether the pipe ended.
+fn read_available(
+    stream: &mut Stream,
+    keeper: &mut Keeper,
+    pending: &mut Vec<u8>,
+) -> (usize, bool) {
+    thread_local! {
+        /// One read buffer per runtime thread, not per pipe: a server's hundreds of quiet
+        /// panes would each hold one (64 KiB each, 2.6 MB for 41 panes).
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    (got, false)
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.resize(CHUNK, 0);
+        let mut got = 0;
+        while got < READ_LIMIT {
+            let n = match stream.try_read(scratch) {
+                Ok(0) => return (got, true),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return (got, e.kind() != std::io::ErrorKind::WouldBlock),
+            };
+            keeper.take(Instant::now(), &scratch[..n], pending);
+            got += n;
+        }
+        (got, false)
+    })
 }
