@@ -32,8 +32,12 @@ const CHUNK: usize = 64 * 1024;
 /// One read that brings this much starts a flood: the pipe (about 64 KiB of tmux's 4 KiB
 /// writes) was full.
 const FLOOD_BYTES: usize = 48 * 1024;
-/// How long a flooding pane's pipe is left to fill after a read that found it less than full.
+/// The shortest wait of a flooding pane's pipe after a read that found it less than full.
 const FLOOD_STEP: Duration = Duration::from_millis(2);
+/// What a flooding pane's pipe is left to gather between two reads, at its last rate: well
+/// below what makes tmux hold its writes back (about 53 KiB in the pipe), and in few wake-ups
+/// (a 1 MiB/s build log is read about 30 times a second, not at each of tmux's writes).
+const FLOOD_TARGET: usize = 24 * 1024;
 /// How long a quiet pipe that tmux wrote to waits before it is read: tmux reads a pane 4 KiB at
 /// a time and writes each piece to the pipe, so one write of the program (an agent's redraw
 /// that sets two titles) comes in pieces less than a millisecond apart; read at the first
@@ -122,6 +126,21 @@ impl Flood {
     }
 }
 
+/// How long to leave a flooding pipe after a read that took `got` bytes `since` the previous
+/// read: the time the pane takes to write [`FLOOD_TARGET`] at that rate, within
+/// [`FLOOD_STEP`] and `period`.
+fn flood_wait(got: usize, since: Option<Duration>, period: Duration) -> Duration {
+    let Some(since) = since else {
+        return FLOOD_STEP;
+    };
+    if got == 0 {
+        // Woken with nothing to read: the flood is ebbing.
+        return period.max(FLOOD_STEP);
+    }
+    let wait = since.mul_f64(FLOOD_TARGET as f64 / got as f64);
+    wait.clamp(FLOOD_STEP, period.max(FLOOD_STEP))
+}
+
 /// Which pipe a reader reads.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Pipe {
@@ -152,6 +171,7 @@ pub(super) async fn read(
     let mut last_data: Option<Instant> = None;
     let mut next_read: Option<Instant> = None;
     let mut flood: Option<Flood> = None;
+    let mut last_read: Option<Instant> = None;
     loop {
         let owed = !pending.is_empty() || keeper.skipped() > 0;
         let woke = match next_read {
@@ -186,6 +206,8 @@ pub(super) async fn read(
             }
         };
         let (got, eof) = read_available(&mut stream, &mut keeper, &mut pending);
+        let since_last_read = last_read.map(|t| woke.saturating_duration_since(t));
+        last_read = Some(woke);
         if grid.is_on() {
             flood = Flood::next(flood, woke, got, reads.period());
         }
@@ -222,9 +244,11 @@ pub(super) async fn read(
             Some(Instant::now())
         } else if flood.is_some() {
             // Flooding (what the pipe cannot take, tmux keeps): a read that found it nearly
-            // full reads again as soon as tmux writes; one that found less waits FLOOD_STEP, so
-            // that each read takes a pipe-full rather than each 4 KiB tmux wrote.
-            (got < FLOOD_BYTES).then(|| woke + FLOOD_STEP)
+            // full reads again as soon as tmux writes; one that found less waits as long as the
+            // pane takes to write FLOOD_TARGET at its last rate (at least FLOOD_STEP, at most a
+            // read period), so that each read takes a good part of a pipe-full rather than each
+            // 4 KiB tmux wrote.
+            (got < FLOOD_BYTES).then(|| woke + flood_wait(got, since_last_read, reads.period()))
         } else if behind {
             Some(if grid.is_on() {
                 reads.at_or_after(woke + grid.period())
@@ -284,4 +308,24 @@ fn read_available(
         }
         (got, false)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_is_left_to_gather_a_part_of_a_pipe_full_at_its_rate() {
+        let period = Duration::from_millis(100);
+        let ms = Duration::from_millis;
+        // 1 MiB/s: 2 KiB came in 2 ms, so 24 KiB take about 23 ms.
+        let w = flood_wait(2048, Some(ms(2)), period);
+        assert!(w >= ms(22) && w <= ms(25), "{w:?}");
+        // Faster than the shortest wait allows, or the first read of a flood.
+        assert_eq!(flood_wait(40_000, Some(ms(1)), period), FLOOD_STEP);
+        assert_eq!(flood_wait(100, None, period), FLOOD_STEP);
+        // Slow, or nothing: at most a read period.
+        assert_eq!(flood_wait(100, Some(ms(50)), period), period);
+        assert_eq!(flood_wait(0, Some(ms(2)), period), period);
+    }
 }
