@@ -14,7 +14,8 @@
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
 //! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
 //!   at PATH, in alternating windows (no poller); `--no-poller`;
-//! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand).
+//! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand; at most four
+//!   hours, where a run's watchdog allows its windows and five minutes).
 //!
 //! The same binary is also the fake agent (run through a symlink named like the agent's
 //! command), the streaming pane (`--stream RATE`) and the poller (`--poll`), so every measured
@@ -193,7 +194,12 @@ fn main() {
     }
     let windows_n = 1 + 2 * o.rounds * kinds.len();
     // Each window: its length, plus up to 60 s for an observer to be ready.
-    let bound = (o.window + Duration::from_secs(70)) * windows_n as u32 + Duration::from_secs(300);
+    let bound = if o.hold {
+        // Held for measuring by hand: up to four hours.
+        Duration::from_secs(4 * 3600)
+    } else {
+        (o.window + Duration::from_secs(70)) * windows_n as u32 + Duration::from_secs(300)
+    };
     install_cleanup(bound);
 
     let tmp = tempfile::tempdir().expect("tempdir");
