@@ -49,6 +49,11 @@ impl Sshd {
         keygen(&key);
         let authorized = dir.path().join("authorized_keys");
         std::fs::copy(key.with_extension("pub"), &authorized).expect("authorized key");
+        // The sessions' shell reads its rc files from this empty home, not from the machine's
+        // user's: a root ~/.bashrc running `pyenv init` waited on a lock left by a killed
+        // session and held every ssh command for a minute (all the suite's links timed out).
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&home).expect("home");
         // Privilege separation wants this folder.
         let _ = std::fs::create_dir_all("/run/sshd");
         let port = free_port();
@@ -59,10 +64,11 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
                  PidFile {}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n\
-                 LogLevel ERROR\nClientAliveInterval 5\n",
+                 LogLevel ERROR\nClientAliveInterval 5\nSetEnv HOME={}\n",
                 host.display(),
                 authorized.display(),
-                dir.path().join("sshd.pid").display()
+                dir.path().join("sshd.pid").display(),
+                home.display()
             ),
         )
         .expect("config");
