@@ -119,21 +119,49 @@ pub fn from_files(file: &Path) -> Option<String> {
 /// a program that never answers would otherwise outlive it.
 static RUNNING: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 
+/// coreutils' `timeout`, which a `--version` run goes through when there is one: it ends the
+/// program at the limit even when the daemon was killed and could not (a fake codex that never
+/// answered outlived a SIGKILLed test daemon for good). It runs the program in a process group
+/// of its own, led by itself.
+const TIMEOUT: [&str; 2] = ["/usr/bin/timeout", "/bin/timeout"];
+/// What the daemon waits beyond the limit for `timeout` to end the program itself.
+const TIMEOUT_GRACE: Duration = Duration::from_secs(1);
+
+/// Ends a run: its process, and the group `timeout` leads.
+fn kill_run(pid: u32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
 /// Ends every `--version` run under way (the daemon is stopping).
 pub fn kill_running() {
     let pids = RUNNING.lock().map(|r| r.clone()).unwrap_or_default();
     for pid in pids {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
+        kill_run(pid);
     }
 }
 
-/// Runs `program args… --version` with a time limit and reads the version it prints. Blocks
-/// up to `limit`: call it off the daemon's loop.
-pub fn run_version(program: &Path, args: &[String], limit: Duration) -> Option<String> {
+/// Starts `program args… --version` (through `timeout` when there is one, with `limit`), and
+/// returns it with how long to wait for it.
+fn spawn_version(
+    program: &Path,
+    args: &[String],
+    limit: Duration,
+) -> Option<(std::process::Child, Duration)> {
     use std::process::{Command, Stdio};
-    let mut child = Command::new(program)
+    let timeout = TIMEOUT.into_iter().find(|t| Path::new(t).exists());
+    let (mut cmd, wait) = match timeout {
+        Some(t) => {
+            let mut c = Command::new(t);
+            c.args(["-s", "KILL", &format!("{:.3}", limit.as_secs_f64())])
+                .arg(program);
+            (c, limit + TIMEOUT_GRACE)
+        }
+        None => (Command::new(program), limit),
+    };
+    let child = cmd
         .args(args)
         .arg("--version")
         .env("NO_COLOR", "1")
@@ -142,11 +170,18 @@ pub fn run_version(program: &Path, args: &[String], limit: Duration) -> Option<S
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
+    Some((child, wait))
+}
+
+/// Runs `program args… --version` with a time limit and reads the version it prints. Blocks
+/// up to `limit` (and a second more for `timeout`): call it off the daemon's loop.
+pub fn run_version(program: &Path, args: &[String], limit: Duration) -> Option<String> {
+    let (mut child, wait) = spawn_version(program, args, limit)?;
     let pid = child.id();
     if let Ok(mut r) = RUNNING.lock() {
         r.push(pid);
     }
-    let out = wait_version(&mut child, limit);
+    let out = wait_version(&mut child, wait);
     if let Ok(mut r) = RUNNING.lock() {
         r.retain(|p| *p != pid);
     }
@@ -163,6 +198,7 @@ fn wait_version(child: &mut std::process::Child, limit: Duration) -> Option<Stri
                 std::thread::sleep(Duration::from_millis(10));
             }
             _ => {
+                kill_run(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
@@ -343,6 +379,53 @@ mod tests {
         kill_running();
         assert_eq!(ok(run.join().map_err(|_| "panicked")), None);
         assert!(t.elapsed() < Duration::from_secs(10));
+    }
+
+    /// A daemon killed while a `--version` hangs cannot end it: `timeout` does, at the limit.
+    #[test]
+    fn a_hanging_version_run_ends_at_the_limit_even_if_nobody_waits() {
+        let dir = ok(tempfile::tempdir());
+        let pidfile = dir.path().join("pid");
+        let slow = dir.path().join("slow");
+        ok(std::fs::write(
+            &slow,
+            format!(
+                "#!/bin/sh\necho $$ > '{}'\nexec sleep 30\n",
+                pidfile.display()
+            ),
+        ));
+        ok(std::fs::set_permissions(
+            &slow,
+            std::fs::Permissions::from_mode(0o755),
+        ));
+        let (child, _) = spawn_version(&slow, &[], Duration::from_millis(300)).expect("spawned");
+        // Abandoned, as by a daemon that was SIGKILLed: never waited for, never killed.
+        std::mem::forget(child);
+        let t = Instant::now();
+        let pid = loop {
+            if let Some(p) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+            {
+                break p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "the program started");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Gone (or a zombie of `timeout`, which reaps it) well within a few seconds.
+        let alive = |pid: u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().to_string()))
+                .is_some_and(|r| !r.starts_with('Z'))
+        };
+        while alive(pid) {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "the hanging --version outlived its limit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

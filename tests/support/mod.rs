@@ -317,6 +317,14 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A test that failed with TT_TEST_LOG set shows why, whatever it waited for.
+        if std::thread::panicking() && std::env::var_os("TT_TEST_LOG").is_some() {
+            eprintln!(
+                "the daemon's log ({}):\n{}",
+                self.log.display(),
+                self.log_text()
+            );
+        }
     }
 }
 
