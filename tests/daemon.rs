@@ -42,6 +42,88 @@ fn a_live_agent_pane_is_classified_from_its_screen() {
     assert_eq!(v["explanation"]["agent"], "claude");
 }
 
+/// The screen's lines as the rules read them: trailing blanks dropped.
+fn lines(screen: &str) -> Vec<String> {
+    let mut v: Vec<String> = screen.lines().map(|l| l.trim_end().to_string()).collect();
+    while v.last().is_some_and(|l| l.is_empty()) {
+        v.pop();
+    }
+    v
+}
+
+#[test]
+fn a_drawing_agent_is_read_from_its_screen_model_and_the_model_is_checked_against_tmux() {
+    let working = fixture("claude-code/2.1.328/003-working.txt");
+    let blocked = fixture("claude-code/2.1.328/008-blocked.txt");
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    // Draws the working screen, then redraws its first line 20 times a second for 4 s (a
+    // spinner), then the blocked screen, and waits.
+    let agent = env.path("bin/claude");
+    support::script(
+        &agent,
+        "#!/bin/bash\nread -r f; printf '\\033[H\\033[2J'; cat \"$f\"\n\
+         for i in $(seq 1 80); do printf '\\033[1;1Hspinner frame %d' \"$i\"; sleep 0.05; done\n\
+         read -r g; printf '\\033[H\\033[2J'; cat \"$g\"\nread -r _\n",
+    );
+    let pane = tmux.new_session("work", Some(&agent.display().to_string()));
+    let config = env.path("config/thinkterm/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "screen_model_check_ms = 2000\n").unwrap();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    env.wait_row(&tmux, &pane, "agent", "claude", 10);
+    let explain = || {
+        let (code, out, err) = env.run(&tmux, &["explain", &pane, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    tmux.type_line(&pane, &working);
+    env.wait_row(&tmux, &pane, "state", "working", 10);
+    // While it draws, its looks are served by the model once a capture confirmed it.
+    let v = wait_for(10, "looks served by the screen model", || {
+        let v = explain();
+        (v["screen_model"]["served"].as_u64() >= Some(10)).then_some(v)
+    });
+    assert_eq!(v["state"], "working", "{v}");
+    assert!(
+        v["screen"].as_str().unwrap().contains("spinner frame"),
+        "{v}"
+    );
+    // The spinner ends: a capture checks the model's last look, and finds the same screen
+    // (a model that had drifted would be seeded again from it, not verified).
+    let v = wait_for(10, "the quiet pane's model verified", || {
+        let v = explain();
+        let screen = v["screen"].as_str().unwrap_or_default().to_string();
+        let tmux_screen = tmux.cmd(&["capture-pane", "-p", "-J", "-t", &pane]);
+        (v["screen_model"]["trust"] == "verified"
+            && screen.contains("spinner frame 80")
+            && lines(&screen) == lines(&tmux_screen))
+        .then_some(v)
+    });
+    let m = &v["screen_model"];
+    let (served, captured) = (
+        m["served"].as_u64().unwrap(),
+        m["matched"].as_u64().unwrap() + m["seeded"].as_u64().unwrap(),
+    );
+    // About 40 looks in 4 s; captures: a seed, its check, one check every 2 s, the last one.
+    assert!(
+        served >= 2 * captured,
+        "{served} served, {captured} captured: {m}"
+    );
+    // A blocked prompt drawn after the spinner is seen through the model as well.
+    tmux.type_line(&pane, &blocked);
+    let row = env.wait_row(&tmux, &pane, "state", "blocked", 10);
+    assert_eq!(row["source"], "screen_rule");
+    // Without the setting (the default), every look is a capture: no model is kept.
+    drop(d);
+    std::fs::remove_file(&config).unwrap();
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    env.wait_row(&tmux, &pane, "state", "blocked", 10);
+    assert!(explain()["screen_model"].is_null());
+}
+
 #[test]
 fn overrides_replace_and_add_agents_and_reload_without_restart() {
     let mut tmux = Tmux::new();
@@ -671,6 +753,15 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     ]);
     let row = env.wait_row(&tmux, &flood, "state", "blocked", 15);
     assert_eq!(row["source"], "status_report", "{row}");
+    // The report came before the daemon knew the pane respawned (tmux tells a new first
+    // process within a second); once it knows, and has probed the new program, the report
+    // still stands: it was the new program's.
+    wait_for(10, "the respawned pane's new program probed", || {
+        let fg = explain(&flood)?["foreground"].to_string();
+        fg.contains("sleep").then_some(())
+    });
+    let row = env.pane_row(&tmux, &flood).unwrap();
+    assert_eq!(row["state"], "blocked", "{row}");
     assert_eq!(
         explain(&flood).unwrap()["output"],
         "pipe",

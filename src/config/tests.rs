@@ -113,7 +113,7 @@ fn every_number_has_a_range_that_holds_its_default() {
             );
         }
     }
-    assert_eq!(numbers, 8);
+    assert_eq!(numbers, 9);
 }
 
 #[test]
@@ -217,7 +217,7 @@ fn no_accepted_flood_limit_overflows_in_bytes() {
 #[test]
 fn keys_and_setter_come_from_one_list() {
     let names: Vec<String> = keys().into_iter().map(|k| k.name).collect();
-    assert_eq!(names.len(), 27);
+    assert_eq!(names.len(), 28);
     assert!(names.contains(&"display.waiting_reason".to_string()));
     let mut c = Config::default();
     for name in &names {

@@ -26,6 +26,8 @@ pub struct CaptureScheduler {
     due: Option<Instant>,
     /// The round in flight (its instant), if any.
     in_flight: Option<Instant>,
+    /// Panes whose screen model served looks, and when a capture must check it.
+    checks: HashMap<PaneId, Instant>,
     /// How long a quiet pane's output settles before its capture.
     delay: Duration,
     /// Shortest time between two captures of one pane.
@@ -44,6 +46,7 @@ impl CaptureScheduler {
             captured_at: HashMap::new(),
             due: None,
             in_flight: None,
+            checks: HashMap::new(),
             delay,
             every,
             grid,
@@ -71,10 +74,17 @@ impl CaptureScheduler {
         self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
 
+    /// `pane`'s screen model served a look: a capture must check it at `at`, unless one
+    /// comes before.
+    pub fn check_at(&mut self, pane: PaneId, at: Instant) {
+        self.checks.insert(pane, at);
+    }
+
     /// Forgets a pane (gone, or its output no longer read).
     pub fn forget(&mut self, pane: PaneId) {
         self.pending.remove(&pane);
         self.captured_at.remove(&pane);
+        self.checks.remove(&pane);
     }
 
     /// Whether `pane` waits for a capture.
@@ -89,18 +99,38 @@ impl CaptureScheduler {
         self.captured_at.clear();
         self.due = None;
         self.in_flight = None;
+        self.checks.clear();
     }
 
     /// When the next round is due; none while a round is in flight (its end lets the next go).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.due.filter(|_| self.in_flight.is_none())
+        let check = self.checks.values().min().copied();
+        [self.due, check]
+            .into_iter()
+            .flatten()
+            .min()
+            .filter(|_| self.in_flight.is_none())
     }
 
     /// Starts the round due at `now`, if any: the panes it captures (pending and due by their
     /// interval). The rest stay pending, and the next round is due when the first of them is.
     /// An empty answer starts nothing.
     pub fn start(&mut self, now: Instant) -> Vec<PaneId> {
-        if self.in_flight.is_some() || self.due.is_none_or(|d| d > now) {
+        if self.in_flight.is_some() {
+            return Vec::new();
+        }
+        // Checks that are due wait as any pane does (their interval ends them at once).
+        let checked: Vec<PaneId> = self
+            .checks
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in checked {
+            self.checks.remove(&id);
+            self.want(id, now);
+        }
+        if self.due.is_none_or(|d| d > now) {
             return Vec::new();
         }
         let round = now;
@@ -118,11 +148,22 @@ impl CaptureScheduler {
         take
     }
 
+    /// Panes of the round in flight whose look their screen model served: they count as
+    /// captured by it (their interval runs from it).
+    pub fn served(&mut self, panes: &[PaneId]) {
+        if let Some(round) = self.in_flight {
+            for id in panes {
+                self.captured_at.insert(*id, round);
+            }
+        }
+    }
+
     /// The round in flight ended; `captured` are the panes whose screens came back.
     pub fn finish(&mut self, captured: impl IntoIterator<Item = PaneId>) {
         if let Some(round) = self.in_flight.take() {
             for id in captured {
                 self.captured_at.insert(id, round);
+                self.checks.remove(&id);
             }
         }
     }
@@ -205,6 +246,33 @@ mod tests {
         // Never captured: a quiet pane again.
         assert_eq!(s.next_deadline(), Some(e + ms(81)));
         s.reset();
+        assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_pane_its_model_served_is_looked_at_again_only_when_it_writes_or_its_check_is_due() {
+        let e = Instant::now();
+        let mut s = sched(Grid::off());
+        let p = PaneId(1);
+        s.want(p, e);
+        assert_eq!(s.start(e + ms(40)), [p]);
+        // The model served this round's look; its check is due 2 s on.
+        s.served(&[p]);
+        s.check_at(p, e + ms(2040));
+        s.finish([]);
+        assert!(!s.is_pending(p), "a look served is a look taken");
+        assert_eq!(s.next_deadline(), Some(e + ms(2040)));
+        // It writes: its interval runs from the served round.
+        s.want(p, e + ms(60));
+        assert_eq!(s.next_deadline(), Some(e + ms(140)));
+        assert_eq!(s.start(e + ms(140)), [p]);
+        s.served(&[p]);
+        s.finish([]);
+        // Quiet from then on: the check comes, as a quiet pane's capture, and ends the check.
+        assert!(s.start(e + ms(2040)).is_empty());
+        assert_eq!(s.next_deadline(), Some(e + ms(2080)));
+        assert_eq!(s.start(e + ms(2080)), [p]);
+        s.finish([p]);
         assert_eq!(s.next_deadline(), None);
     }
 }

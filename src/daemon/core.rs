@@ -217,7 +217,8 @@ impl Daemon {
         }
         let round = self.captures.start(t);
         if !round.is_empty() {
-            self.start_captures(&round);
+            let rest = self.serve_models(now, &round);
+            self.start_captures(&rest);
         }
         if self.spinner_deadline().is_some_and(|d| d <= t) {
             self.animate(now);

@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use super::core::{Daemon, Done};
+use super::screen_model::CursorState;
 use super::{ATTACH_BUDGET, CONNECT_TIMEOUT, TMUX_REPLY_TIMEOUT};
 use crate::clock::Now;
 use crate::ids::{PaneId, WindowId};
@@ -191,7 +192,7 @@ impl Daemon {
     }
 
     pub(super) fn start_captures(&mut self, panes: &[PaneId]) {
-        let Some(obs) = &self.link.observer else {
+        let Some(obs) = self.link.observer.as_ref().filter(|_| !panes.is_empty()) else {
             self.captures.finish([]);
             return;
         };
@@ -205,7 +206,19 @@ impl Daemon {
             })
             .copied()
             .collect();
-        let (gen, q) = (self.link.generation, obs.start_captures(panes, &resume));
+        // A screen model that may need a seed needs tmux's cursor state with the screen.
+        let cursor: Vec<PaneId> = panes
+            .iter()
+            .filter(|id| {
+                self.panes
+                    .get(id)
+                    .and_then(|p| p.model.as_ref())
+                    .is_some_and(|m| m.wants_cursor())
+            })
+            .copied()
+            .collect();
+        let q = obs.start_captures(panes, &resume, &cursor, CursorState::FORMAT);
+        let gen = self.link.generation;
         let timer = self.pacing.timer.clone();
         self.tasks.push(Box::pin(async move {
             let screens = timer

@@ -45,6 +45,7 @@ mod panes;
 mod prober;
 mod redraw;
 mod ruleset;
+mod screen_model;
 mod snapshot;
 mod status_line;
 mod terminal;

@@ -9,13 +9,20 @@ use super::flood::FloodAction;
 use super::panes::PaneEntry;
 use super::prober::{Answer, Probed};
 use super::redraw::GateAction;
+use super::screen_model::{Checked, CursorState, ScreenModel};
 use crate::clock::Now;
 use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, StateEvent};
 use crate::pane::{PaneChange, PaneEffect};
+use crate::process::foreground;
 use crate::rules::drift::{Drift, DriftConfig};
 use crate::thread::RollupInput;
+use crate::tmux::escape::PaneBytes;
 use crate::tmux::observer::{Captured, Observed};
+
+/// A respawned pane's new program is taken to have started this much before its start time
+/// says (`/proc` counts it in clock ticks of 10 ms).
+const RESPAWN_MARGIN: Duration = Duration::from_millis(20);
 
 impl Daemon {
     /// What the observer saw.
@@ -23,11 +30,25 @@ impl Daemon {
         match o {
             Observed::Output { pane, data } => {
                 let detection = self.config.config.agent_status_detection;
+                let size = self.pane_size(pane);
                 let Some(p) = self.panes.get_mut(&pane) else {
                     return;
                 };
                 let out = p.on_output(now, &data, detection);
                 let wants = p.wants_capture();
+                let modelled = wants && self.config.config.screen_model_check_ms > 0;
+                match (&data, modelled) {
+                    (PaneBytes::Raw(raw), true) => {
+                        if p.model.is_none() {
+                            p.model = size.map(|(rows, cols)| ScreenModel::new(rows, cols));
+                        }
+                        if let Some(m) = &mut p.model {
+                            m.feed(raw);
+                        }
+                    }
+                    // Bytes the model cannot follow (a control client's copy can be paused).
+                    _ => p.model = None,
+                }
                 // The gates pause a control client's copy; a piped pane has none (its bytes cost
                 // tmux one write, and never hold up a capture's reply).
                 let (flood, redraw) = if data.is_piped() {
@@ -80,6 +101,9 @@ impl Daemon {
                 // may have changed unseen.
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
+                    if let Some(m) = &mut p.model {
+                        m.lost();
+                    }
                     if p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }
@@ -87,6 +111,9 @@ impl Daemon {
             }
             Observed::Skipped(pane) => {
                 // Text left out of a flood: the screen changed unseen (the sequences came).
+                if let Some(m) = self.panes.get_mut(&pane).and_then(|p| p.model.as_mut()) {
+                    m.lost();
+                }
                 if self.panes.get(&pane).is_some_and(|p| p.wants_capture()) {
                     self.captures.want(pane, now.at);
                 }
@@ -96,6 +123,9 @@ impl Daemon {
                 // round resumed it: its capture is on the way).
                 if let Some(p) = self.panes.get_mut(&pane) {
                     p.output_skipped();
+                    if let Some(m) = &mut p.model {
+                        m.lost();
+                    }
                     if !p.redraw.take_resumed() && p.wants_capture() {
                         self.captures.want(pane, now.at);
                     }
@@ -103,6 +133,13 @@ impl Daemon {
             }
             Observed::ServerGone => self.server_gone(now),
         }
+    }
+
+    /// A pane's size as the last list showed it, rows and columns.
+    pub(super) fn pane_size(&self, pane: PaneId) -> Option<(u16, u16)> {
+        let i = self.inventory()?.panes.get(&pane)?;
+        let clamp = |n: u32| u16::try_from(n).unwrap_or(u16::MAX);
+        Some((clamp(i.height), clamp(i.width)))
     }
 
     /// A pane whose first process changed (`respawn-pane -k`) is a new pane: what the old
@@ -121,6 +158,25 @@ impl Daemon {
             self.captures.forget(pane);
             self.rollup(now, RollupInput::PaneGone(pane));
             self.add_pane(now, pane, pid);
+            // What the new program reported before we knew it ran: the bytes that came since
+            // it started (a clock tick early: its start is counted in ticks).
+            let replay = match (&old, foreground::age(pid)) {
+                (Some(o), Some(age)) => now
+                    .at
+                    .checked_sub(age + RESPAWN_MARGIN)
+                    .map_or_else(Vec::new, |since| o.recent_since(since)),
+                _ => Vec::new(),
+            };
+            let detection = self.config.config.agent_status_detection;
+            for bytes in replay {
+                tracing::debug!(%pane, len = bytes.len(), "a report sent before the respawn was seen");
+                let Some(p) = self.panes.get_mut(&pane) else {
+                    break;
+                };
+                // Its notifications were shown already; its states are the new entry's.
+                let out = p.on_output(now, &PaneBytes::Raw(bytes), detection);
+                self.on_pane_effects(now, pane, out.effects);
+            }
             if old.is_some_and(|p| p.flood.is_paused() || p.redraw.is_paused()) {
                 // The new program's output is read from its first byte.
                 self.flood_action(pane, FloodAction::Resume);
@@ -147,6 +203,12 @@ impl Daemon {
         for id in found {
             if self.panes.contains_key(&id) {
                 self.check_respawn(now, id);
+                let size = self.pane_size(id);
+                if let (Some(m), Some((rows, cols))) =
+                    (self.panes.get_mut(&id).and_then(|p| p.model.as_mut()), size)
+                {
+                    m.resize(rows, cols);
+                }
             } else if let Some(pid) = self
                 .inventory()
                 .and_then(|i| i.panes.get(&id))
@@ -338,6 +400,7 @@ impl Daemon {
             pane: id,
             screen,
             title,
+            cursor,
         } in screens
         {
             let screen = match screen {
@@ -360,9 +423,45 @@ impl Daemon {
             let Some(p) = self.panes.get_mut(&id) else {
                 continue;
             };
+            if let Some(m) = &mut p.model {
+                let cursor = cursor.as_deref().and_then(CursorState::parse);
+                let checked = m.check(now.at, &screen, cursor);
+                if checked != Checked::Matched {
+                    tracing::debug!(?checked, "the screen model differed from the capture");
+                }
+            }
             let fx = p.classify(now.at, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);
         }
         self.captures.finish(captured);
+    }
+
+    /// The panes of a capture round whose verified screen model serves the look: each is
+    /// classified now, from its model, and has the capture that checks the model scheduled.
+    /// Returns the others, to capture.
+    pub(super) fn serve_models(&mut self, now: Now, round: &[PaneId]) -> Vec<PaneId> {
+        let every = Duration::from_millis(self.config.config.screen_model_check_ms);
+        let mut rest = Vec::with_capacity(round.len());
+        let mut served = Vec::new();
+        for &id in round {
+            let Some(p) = self.panes.get_mut(&id) else {
+                rest.push(id);
+                continue;
+            };
+            let Some(m) = p.model.as_mut().filter(|m| m.serves(now.at, every)) else {
+                rest.push(id);
+                continue;
+            };
+            let (screen, due) = (m.serve(), m.check_due(every));
+            let _span = tracing::info_span!("pane", pane = %id).entered();
+            let fx = p.classify(now.at, &self.rules.catalog, screen);
+            self.on_pane_effects(now, id, fx);
+            if let Some(at) = due {
+                self.captures.check_at(id, at);
+            }
+            served.push(id);
+        }
+        self.captures.served(&served);
+        rest
     }
 }

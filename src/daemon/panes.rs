@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::flood::FloodGate;
 use super::prober::Probed;
 use super::redraw::RedrawGate;
+use super::screen_model::{ScreenModel, Trust};
 use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
@@ -55,6 +56,8 @@ pub struct PaneEntry {
     pub flood: FloodGate,
     /// Pauses our copy of an agent pane's heavy redraws between two captures.
     pub redraw: RedrawGate,
+    /// The terminal model of an agent pane read through its pipe (see `super::screen_model`).
+    pub model: Option<ScreenModel>,
     /// Its bytes carried a signal other than a title (a report, a value, progress, a prompt
     /// mark, a notification): they are always read.
     bytes_matter: bool,
@@ -73,7 +76,17 @@ pub struct PaneEntry {
     prompt_pending: bool,
     /// No probe has answered yet for this entry.
     unprobed: bool,
+    /// The bytes that carried a status report, a `THINKTERM_AGENT` value or progress in the
+    /// last [`RECENT_SIGNALS`], with when each came: a program that `respawn-pane` started
+    /// reports before the daemon knows the pane respawned, and its new entry takes them over.
+    recent: std::collections::VecDeque<(Instant, Vec<u8>)>,
 }
+
+/// How long the bytes that carried a state are kept for a respawned pane's new entry (tmux's
+/// subscriptions tell a new first process within a second).
+pub const RECENT_SIGNALS: std::time::Duration = std::time::Duration::from_secs(5);
+/// At most this many of those bytes are kept (the oldest go first).
+const RECENT_MAX_BYTES: usize = 64 * 1024;
 
 /// Output leads to a look at a pane's foreground at most this often.
 pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -114,6 +127,7 @@ impl PaneEntry {
             fingerprint: None,
             flood: FloodGate::new(flood_limit),
             redraw: RedrawGate::default(),
+            model: None,
             bytes_matter: false,
             drift: Drift::default(),
             agent_version: None,
@@ -122,6 +136,7 @@ impl PaneEntry {
             var_since_look: false,
             prompt_pending: false,
             unprobed: true,
+            recent: std::collections::VecDeque::new(),
         }
     }
 
@@ -371,6 +386,14 @@ impl PaneEntry {
         if signals.is_empty() {
             return out;
         }
+        if signals.iter().any(|s| {
+            matches!(
+                s,
+                Signal::StatusReport(_) | Signal::UserVar(_) | Signal::Progress(_)
+            )
+        }) {
+            self.keep_recent(now.at, raw);
+        }
         let (mut var, mut progress, mut title) = (false, false, false);
         for s in &signals {
             match s {
@@ -416,6 +439,29 @@ impl PaneEntry {
             );
         }
         out
+    }
+
+    /// Keeps bytes that carried a state for [`RECENT_SIGNALS`].
+    fn keep_recent(&mut self, now: Instant, bytes: Vec<u8>) {
+        self.recent.push_back((now, bytes));
+        let mut total: usize = self.recent.iter().map(|(_, b)| b.len()).sum();
+        while let Some((at, b)) = self.recent.front() {
+            if total <= RECENT_MAX_BYTES && now.duration_since(*at) < RECENT_SIGNALS {
+                break;
+            }
+            total -= b.len();
+            self.recent.pop_front();
+        }
+    }
+
+    /// The bytes that carried a state and came at or after `since`, oldest first (the pane
+    /// respawned: what its new program may have sent before the daemon knew).
+    pub fn recent_since(&self, since: Instant) -> Vec<Vec<u8>> {
+        self.recent
+            .iter()
+            .filter(|(at, _)| *at >= since)
+            .map(|(_, b)| b.clone())
+            .collect()
     }
 
     /// Output was skipped (tmux paused the pane, or our flood pause ended): a sequence left
@@ -505,6 +551,19 @@ impl PaneEntry {
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
             "output_paused": self.flood.is_paused(),
             "redraw_pauses": self.redraw.pauses(),
+            "screen_model": self.model.as_ref().map(|m| {
+                let c = m.counts();
+                serde_json::json!({
+                    "trust": match m.trust() {
+                        Trust::Unsynced => "unsynced",
+                        Trust::Seeded => "seeded",
+                        Trust::Verified(_) => "verified",
+                    },
+                    "served": c.served,
+                    "matched": c.matched,
+                    "seeded": c.seeded,
+                })
+            }),
         })
     }
 }

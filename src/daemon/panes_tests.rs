@@ -3,6 +3,7 @@
 use super::*;
 use crate::tmux::escape::Escaped;
 use proptest::prelude::*;
+use std::time::Duration;
 
 /// Feeds raw chunks to one scanner and their escaped form, through [`Escaped::to_scan`], to
 /// another; returns both signal lists without bells.
@@ -88,4 +89,35 @@ proptest! {
         let (a, b) = both(&chunks);
         prop_assert_eq!(a, b);
     }
+}
+
+/// The bytes that carried a state are kept a while, with when they came, for a pane whose
+/// respawn the daemon learns after its new program reported; titles and text are not kept.
+#[test]
+fn bytes_that_carried_a_state_are_kept_for_a_respawn_and_age_out() {
+    let t = Instant::now();
+    let mut p = PaneEntry::new(1, t, 0);
+    let report = crate::osc::encode::status_report(&crate::osc::encode::ReportArgs {
+        state: "blocked".into(),
+        msg: None,
+        app: Some("x".into()),
+        id: None,
+        progress: None,
+        title: None,
+        kind: None,
+    })
+    .unwrap();
+    let at = |ms: u64| Now::fake(t + Duration::from_millis(ms), 1_000_000);
+    p.on_output(
+        at(0),
+        &PaneBytes::Raw(b"\x1b]2;a title\x07plain text".to_vec()),
+        true,
+    );
+    p.on_output(at(100), &PaneBytes::Raw(report.clone()), true);
+    assert_eq!(p.recent_since(t), vec![report.clone()]);
+    assert!(p.recent_since(t + Duration::from_millis(101)).is_empty());
+    // Past RECENT_SIGNALS the next kept bytes push it out.
+    let later = 100 + RECENT_SIGNALS.as_millis() as u64;
+    p.on_output(at(later), &PaneBytes::Raw(report.clone()), true);
+    assert_eq!(p.recent_since(t).len(), 1);
 }

@@ -119,6 +119,23 @@ pub fn tpgid(pane_pid: u32) -> Option<u32> {
     positive(std::str::from_utf8(field).ok()?.parse().ok()?)
 }
 
+/// How long ago a process started (`starttime` of `/proc/PID/stat` against `/proc/uptime`,
+/// both counted from boot), to the clock tick.
+pub fn age(pid: u32) -> Option<std::time::Duration> {
+    let stat = read_all(fs::File::open(format!("/proc/{pid}/stat")).ok()?)?;
+    let rest = &stat[stat.iter().rposition(|&b| b == b')')? + 1..];
+    // Fields from `state` (3) on; `starttime` is field 22.
+    let field = rest
+        .split(u8::is_ascii_whitespace)
+        .filter(|f| !f.is_empty())
+        .nth(19)?;
+    let ticks: u64 = std::str::from_utf8(field).ok()?.parse().ok()?;
+    let uptime = fs::read_to_string("/proc/uptime").ok()?;
+    let up: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    let started = ticks as f64 / procfs::ticks_per_second().max(1) as f64;
+    Some(std::time::Duration::from_secs_f64((up - started).max(0.0)))
+}
+
 /// The children of a process's main thread, as `/proc` lists them (one small read): with
 /// [`tpgid`], a cheap sign that something started or ended under the pane's first process.
 pub fn main_children(pid: u32) -> String {

@@ -21,6 +21,9 @@ pub struct Captured {
     pub screen: Result<String, CommandError>,
     /// Its title as tmux holds it (`#{pane_title}`), when the round was asked to read it.
     pub title: Option<String>,
+    /// Its cursor state (`CursorState::FORMAT` of the daemon's screen model), read just before
+    /// the screen, when the round was asked to read it.
+    pub cursor: Option<String>,
 }
 
 impl Observer {
@@ -37,7 +40,7 @@ impl Observer {
         &mut self,
         panes: &[PaneId],
     ) -> Vec<(PaneId, Result<String, CommandError>)> {
-        let screens = self.start_captures(panes, &[]);
+        let screens = self.start_captures(panes, &[], &[], "");
         let done = self.drain_until(screens).await;
         done.into_iter().map(|c| (c.pane, c.screen)).collect()
     }
@@ -47,14 +50,22 @@ impl Observer {
     /// while tmux answers (a pane that floods the connection ahead of the replies is then still
     /// seen, and paused). The panes in `resume` have their output copy resumed first and their
     /// title read with the screen, on the connection of the pane's session: tmux handles one
-    /// client's commands in order, so what the pane writes after the capture reaches us.
-    pub fn start_captures(&self, panes: &[PaneId], resume: &[PaneId]) -> Captures {
+    /// client's commands in order, so what the pane writes after the capture reaches us. The
+    /// panes in `cursor` have `cursor_format` read right before their screen (the two commands
+    /// go out together and tmux runs them back to back).
+    pub fn start_captures(
+        &self,
+        panes: &[PaneId],
+        resume: &[PaneId],
+        cursor: &[PaneId],
+        cursor_format: &str,
+    ) -> Captures {
         let mut pending = Vec::with_capacity(panes.len());
         for p in panes {
             let conn = match self.connection_of(*p) {
                 Ok(c) => c,
                 Err(e) => {
-                    pending.push((*p, None, Err(e)));
+                    pending.push((*p, None, None, Err(e)));
                     continue;
                 }
             };
@@ -62,17 +73,28 @@ impl Observer {
                 self.set_output(*p, true);
                 conn.start_body(format!("display-message -p -t {p} '#{{pane_title}}'"))
             });
+            let at = cursor.contains(p).then(|| {
+                conn.start_body(format!(
+                    "display-message -p -t {p} {}",
+                    quote(cursor_format)
+                ))
+            });
             pending.push((
                 *p,
                 title,
+                at,
                 Ok(conn.start_body(format!("capture-pane -p -J -t {p}"))),
             ));
         }
         Box::pin(async move {
             let mut out = Vec::with_capacity(pending.len());
-            for (pane, title, screen) in pending {
+            for (pane, title, at, screen) in pending {
                 let title = match title {
                     Some(t) => t.await.ok().map(Body::into_text),
+                    None => None,
+                };
+                let cursor = match at {
+                    Some(c) => c.await.ok().map(Body::into_text),
                     None => None,
                 };
                 let screen = match screen {
@@ -83,6 +105,7 @@ impl Observer {
                     pane,
                     screen,
                     title,
+                    cursor,
                 });
             }
             out
