@@ -73,11 +73,7 @@ fn a_drawing_agent_is_read_from_its_screen_model_and_the_model_is_checked_agains
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     env.wait_row(&tmux, &pane, "agent", "claude", 10);
-    let explain = || {
-        let (code, out, err) = env.run(&tmux, &["explain", &pane, "--json"]);
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-    };
+    let explain = || env.explain(&tmux, &pane);
     tmux.type_line(&pane, &working);
     env.wait_row(&tmux, &pane, "state", "working", 10);
     // While it draws, its looks are served by the model once a capture confirmed it.
@@ -671,11 +667,7 @@ fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
     };
     let working = heavy("w.txt", "claude-code/2.1.328/003-working.txt", "gated one");
     let blocked = heavy("b.txt", "claude-code/2.1.328/008-blocked.txt", "gated two");
-    let explain = || {
-        let (code, out, err) = env.run(&tmux, &["explain", &pane, "--json"]);
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<serde_json::Value>(&out).unwrap()
-    };
+    let explain = || env.explain(&tmux, &pane);
     tmux.type_line(&pane, &working);
     env.wait_row(&tmux, &pane, "state", "working", 10);
     wait_for(10, "the first title", || {

@@ -58,6 +58,15 @@ fn recordings() -> Vec<(Vec<u8>, Vec<Frame>)> {
     out
 }
 
+/// Whether the model shows the frame's screen as the rules read it (the frame is named when not).
+fn shows(m: &ScreenModel, f: &Frame) -> bool {
+    let same = screen_lines(&m.text()) == screen_lines(&f.screen);
+    if !same {
+        eprintln!("differs: {}", f.name.display());
+    }
+    same
+}
+
 #[test]
 fn the_model_fed_a_recording_shows_the_screens_tmux_showed() {
     let (mut same, mut all) = (0, 0);
@@ -66,11 +75,7 @@ fn the_model_fed_a_recording_shows_the_screens_tmux_showed() {
             let mut m = ScreenModel::new(40, 120);
             m.feed(&raw[..f.offset.min(raw.len())]);
             all += 1;
-            if screen_lines(&m.text()) == screen_lines(&f.screen) {
-                same += 1;
-            } else {
-                eprintln!("differs: {}", f.name.display());
-            }
+            same += usize::from(shows(&m, f));
         }
     }
     // The frames that differ do so by one spinner frame or one streamed word: the capture was
@@ -91,11 +96,7 @@ fn a_model_seeded_from_a_capture_follows_the_bytes_that_come_after_it() {
             assert_eq!(screen_lines(&m.text()), screen_lines(&a.screen));
             m.feed(&raw[a.offset.min(raw.len())..b.offset.min(raw.len())]);
             all += 1;
-            if screen_lines(&m.text()) == screen_lines(&b.screen) {
-                same += 1;
-            } else {
-                eprintln!("after a seed, differs: {}", b.name.display());
-            }
+            same += usize::from(shows(&m, b));
         }
     }
     // The pairs that differ are those around the frames of the test above (8 of 142 on

@@ -229,6 +229,13 @@ impl Env {
         )
     }
 
+    /// `explain PANE --json`, parsed (the daemon must answer).
+    pub fn explain(&self, tmux: &Tmux, pane: &str) -> serde_json::Value {
+        let (code, out, err) = self.run(tmux, &["explain", pane, "--json"]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str(&out).expect("explain --json")
+    }
+
     /// `agents --json`, parsed; None while no daemon answers.
     pub fn agents(&self, tmux: &Tmux) -> Option<serde_json::Value> {
         let (code, out, _) = self.run(tmux, &["agents", "--json"]);
