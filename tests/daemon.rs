@@ -67,9 +67,6 @@ fn a_drawing_agent_is_read_from_its_screen_model_and_the_model_is_checked_agains
          read -r g; printf '\\033[H\\033[2J'; cat \"$g\"\nread -r _\n",
     );
     let pane = tmux.new_session("work", Some(&agent.display().to_string()));
-    let config = env.path("config/thinkterm/config.toml");
-    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-    std::fs::write(&config, "screen_model_check_ms = 2000\n").unwrap();
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     env.wait_row(&tmux, &pane, "agent", "claude", 10);
@@ -111,9 +108,11 @@ fn a_drawing_agent_is_read_from_its_screen_model_and_the_model_is_checked_agains
     tmux.type_line(&pane, &blocked);
     let row = env.wait_row(&tmux, &pane, "state", "blocked", 10);
     assert_eq!(row["source"], "screen_rule");
-    // Without the setting (the default), every look is a capture: no model is kept.
+    // With the model off, every look is a capture: no model is kept.
     drop(d);
-    std::fs::remove_file(&config).unwrap();
+    let config = env.path("config/thinkterm/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "screen_model_check_ms = 0\n").unwrap();
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     env.wait_row(&tmux, &pane, "state", "blocked", 10);

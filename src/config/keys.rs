@@ -67,14 +67,12 @@ settings! {
         /// Shortest time between two captures of a pane that keeps drawing, in milliseconds
         /// (at least 20: one capture per redraw would cost more than the redraw; at most 5 s).
         capture_interval_ms: u64 = 100, range 20..=5000;
-        /// With a value (2000 is a good one), an agent pane read through its pipe keeps a
-        /// terminal model of its screen, fed by its bytes: its screen is read from the model,
-        /// and captured from tmux only to check the model, at most every this many
-        /// milliseconds while it draws and once after it stops (a capture that differs puts
-        /// the pane back on captures until one confirms the model again). 0 (the default):
-        /// no model, every look at a screen is a capture. Off by default because it moves the
-        /// work more than it cuts it (`BENCHMARKS.md`, 8).
-        screen_model_check_ms: u64 = 0, range 0..=60000;
+        /// An agent pane read through its pipe keeps a terminal model of its screen, fed by
+        /// its bytes: its screen is read from the model, and captured from tmux only to check
+        /// the model, at most every this many milliseconds while it draws and once after it
+        /// stops (a capture that differs puts the pane back on captures until one confirms
+        /// the model again). 0: no model, every look at a screen is a capture.
+        screen_model_check_ms: u64 = 2000, range 0..=60000;
         /// Seconds between slow re-probes of foreground processes (at most an hour).
         probe_interval_s: u64 = 10, range 1..=3600;
         /// While panes keep writing, read their control client every this many milliseconds

@@ -106,8 +106,8 @@ impl std::fmt::Debug for ScreenModel {
 }
 
 /// A size of at least one cell.
-fn nz(n: u16) -> u16 {
-    n.max(1)
+fn nz(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN)
 }
 
 impl ScreenModel {
