@@ -13,6 +13,9 @@
 //! - [`capture`]: which panes need a capture, when each was captured, the next round;
 //! - [`prober`]: full foreground probes on their own thread, and which are outstanding;
 //! - [`flood`]: per pane, whether our copy of its output is paused;
+//! - [`screen_model`]: per agent pane read through its pipe, a terminal model of its screen
+//!   that serves looks once a capture confirmed it; [`recent`]: the bytes that carried a state
+//!   lately, for a respawned pane;
 //! - [`redraw`]: per agent pane, whether our copy of its redraws is paused until its capture;
 //! - [`windows`]: the rollup, what it was told about windows being looked at, the done file;
 //! - [`status_line`]: the options last set, the spinner's frame and next frame;
@@ -43,6 +46,7 @@ mod pane_drift;
 mod pane_flow;
 mod panes;
 mod prober;
+mod recent;
 mod redraw;
 mod ruleset;
 mod screen_model;

@@ -164,7 +164,7 @@ impl Daemon {
                 (Some(o), Some(age)) => now
                     .at
                     .checked_sub(age + RESPAWN_MARGIN)
-                    .map_or_else(Vec::new, |since| o.recent_since(since)),
+                    .map_or_else(Vec::new, |since| o.recent.since(since)),
                 _ => Vec::new(),
             };
             let detection = self.config.config.agent_status_detection;

@@ -8,8 +8,9 @@ use std::time::Instant;
 
 use super::flood::FloodGate;
 use super::prober::Probed;
+use super::recent::RecentSignals;
 use super::redraw::RedrawGate;
-use super::screen_model::{ScreenModel, Trust};
+use super::screen_model::ScreenModel;
 use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
@@ -76,17 +77,9 @@ pub struct PaneEntry {
     prompt_pending: bool,
     /// No probe has answered yet for this entry.
     unprobed: bool,
-    /// The bytes that carried a status report, a `THINKTERM_AGENT` value or progress in the
-    /// last [`RECENT_SIGNALS`], with when each came: a program that `respawn-pane` started
-    /// reports before the daemon knows the pane respawned, and its new entry takes them over.
-    recent: std::collections::VecDeque<(Instant, Vec<u8>)>,
+    /// The bytes that carried a state lately, for a respawned pane's new entry.
+    pub recent: RecentSignals,
 }
-
-/// How long the bytes that carried a state are kept for a respawned pane's new entry (tmux's
-/// subscriptions tell a new first process within a second).
-pub const RECENT_SIGNALS: std::time::Duration = std::time::Duration::from_secs(5);
-/// At most this many of those bytes are kept (the oldest go first).
-const RECENT_MAX_BYTES: usize = 64 * 1024;
 
 /// Output leads to a look at a pane's foreground at most this often.
 pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -136,7 +129,7 @@ impl PaneEntry {
             var_since_look: false,
             prompt_pending: false,
             unprobed: true,
-            recent: std::collections::VecDeque::new(),
+            recent: RecentSignals::default(),
         }
     }
 
@@ -392,7 +385,7 @@ impl PaneEntry {
                 Signal::StatusReport(_) | Signal::UserVar(_) | Signal::Progress(_)
             )
         }) {
-            self.keep_recent(now.at, raw);
+            self.recent.keep(now.at, raw);
         }
         let (mut var, mut progress, mut title) = (false, false, false);
         for s in &signals {
@@ -439,29 +432,6 @@ impl PaneEntry {
             );
         }
         out
-    }
-
-    /// Keeps bytes that carried a state for [`RECENT_SIGNALS`].
-    fn keep_recent(&mut self, now: Instant, bytes: Vec<u8>) {
-        self.recent.push_back((now, bytes));
-        let mut total: usize = self.recent.iter().map(|(_, b)| b.len()).sum();
-        while let Some((at, b)) = self.recent.front() {
-            if total <= RECENT_MAX_BYTES && now.duration_since(*at) < RECENT_SIGNALS {
-                break;
-            }
-            total -= b.len();
-            self.recent.pop_front();
-        }
-    }
-
-    /// The bytes that carried a state and came at or after `since`, oldest first (the pane
-    /// respawned: what its new program may have sent before the daemon knew).
-    pub fn recent_since(&self, since: Instant) -> Vec<Vec<u8>> {
-        self.recent
-            .iter()
-            .filter(|(at, _)| *at >= since)
-            .map(|(_, b)| b.clone())
-            .collect()
     }
 
     /// Output was skipped (tmux paused the pane, or our flood pause ended): a sequence left
@@ -551,19 +521,7 @@ impl PaneEntry {
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
             "output_paused": self.flood.is_paused(),
             "redraw_pauses": self.redraw.pauses(),
-            "screen_model": self.model.as_ref().map(|m| {
-                let c = m.counts();
-                serde_json::json!({
-                    "trust": match m.trust() {
-                        Trust::Unsynced => "unsynced",
-                        Trust::Seeded => "seeded",
-                        Trust::Verified(_) => "verified",
-                    },
-                    "served": c.served,
-                    "matched": c.matched,
-                    "seeded": c.seeded,
-                })
-            }),
+            "screen_model": self.model.as_ref().map(ScreenModel::explain),
         })
     }
 }

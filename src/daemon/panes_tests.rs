@@ -114,10 +114,10 @@ fn bytes_that_carried_a_state_are_kept_for_a_respawn_and_age_out() {
         true,
     );
     p.on_output(at(100), &PaneBytes::Raw(report.clone()), true);
-    assert_eq!(p.recent_since(t), vec![report.clone()]);
-    assert!(p.recent_since(t + Duration::from_millis(101)).is_empty());
+    assert_eq!(p.recent.since(t), vec![report.clone()]);
+    assert!(p.recent.since(t + Duration::from_millis(101)).is_empty());
     // Past RECENT_SIGNALS the next kept bytes push it out.
-    let later = 100 + RECENT_SIGNALS.as_millis() as u64;
+    let later = 100 + super::super::recent::RECENT_SIGNALS.as_millis() as u64;
     p.on_output(at(later), &PaneBytes::Raw(report.clone()), true);
-    assert_eq!(p.recent_since(t).len(), 1);
+    assert_eq!(p.recent.since(t).len(), 1);
 }

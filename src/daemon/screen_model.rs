@@ -129,13 +129,31 @@ impl ScreenModel {
     }
 
     /// How far it is trusted.
+    #[cfg(test)]
     pub fn trust(&self) -> Trust {
         self.trust
     }
 
     /// What it did so far.
+    #[cfg(test)]
     pub fn counts(&self) -> ModelCounts {
         self.counts
+    }
+
+    /// Its trust and counts, as `explain --json` shows them.
+    pub fn explain(&self) -> serde_json::Value {
+        let trust = match self.trust {
+            Trust::Unsynced => "unsynced",
+            Trust::Seeded => "seeded",
+            Trust::Verified(_) => "verified",
+        };
+        let c = self.counts;
+        serde_json::json!({
+            "trust": trust,
+            "served": c.served,
+            "matched": c.matched,
+            "seeded": c.seeded,
+        })
     }
 
     /// The pane wrote these bytes.
