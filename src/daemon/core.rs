@@ -191,6 +191,7 @@ impl Daemon {
             self.terminal.next_deadline(),
             self.bus.next_deadline(now),
             self.probe_at,
+            self.prober.next_deadline(),
             panes,
         ]
         .into_iter()
@@ -222,6 +223,9 @@ impl Daemon {
         }
         if self.spinner_deadline().is_some_and(|d| d <= t) {
             self.animate(now);
+        }
+        for pane in self.prober.due(t) {
+            self.request_probe(now, pane);
         }
         if self.notifier.next_deadline().is_some_and(|d| d <= t) {
             self.send_due_notes(now);

@@ -15,6 +15,7 @@ use crate::ids::PaneId;
 use crate::ipc::schema::{Reply, StateEvent};
 use crate::pane::{PaneChange, PaneEffect};
 use crate::process::foreground;
+use crate::process::identify::program_name;
 use crate::rules::drift::{Drift, DriftConfig};
 use crate::thread::RollupInput;
 use crate::tmux::escape::PaneBytes;
@@ -85,6 +86,7 @@ impl Daemon {
             Observed::Clients => self.start_clients(),
             Observed::Title(_) => {}
             Observed::Command(pane) => {
+                self.prober.settled(pane);
                 self.check_respawn(now, pane);
                 // Another program: whatever it writes may matter.
                 if let Some(a) = self.panes.get_mut(&pane).and_then(|p| p.flood.release()) {
@@ -263,9 +265,22 @@ impl Daemon {
             .and_then(|i| i.panes.get(&pane))
             .map(|i| i.title.clone())
             .filter(|t| !t.is_empty() && !super::snapshot::is_default_title(t));
+        let tmux_command = self
+            .inventory()
+            .and_then(|i| i.panes.get(&pane))
+            .map(|i| i.current_command.clone())
+            .filter(|c| !c.is_empty());
         let Some(p) = self.panes.get_mut(&pane).filter(|p| p.pid == probed.pid) else {
             return;
         };
+        // tmux can name the program before the process that will run it has `exec`ed: ask again.
+        match (tmux_command, probed.fg.leader().map(program_name)) {
+            (Some(tmux), Some(seen)) if tmux != seen => {
+                tracing::debug!(%pane, tmux, seen, "the probe saw another program than tmux names");
+                self.prober.disagreed(pane, probed.pid, now.at);
+            }
+            _ => self.prober.settled(pane),
+        }
         let before = p.agent().map(str::to_string);
         let fx = p.apply_probe(
             now,

@@ -12,7 +12,8 @@
 //! probe's answer goes out at once and the versions follow as an answer of their own.
 //!
 //! Owns: which panes have a probe outstanding (a pane is probed once at a time; asking again
-//! while one runs is a no-op, and the answer reflects the moment it ran).
+//! while one runs is a no-op, and the answer reflects the moment it ran), and the re-probes of
+//! answers that tmux contradicts ([`Prober::disagreed`]).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -28,6 +29,26 @@ use crate::process::version::VersionCache;
 pub const QUEUE: usize = 4096;
 /// A probe outstanding this long is reported as stuck (once).
 pub const STUCK_AFTER: Duration = Duration::from_secs(5);
+
+/// When a pane whose probe named another program than tmux's `pane_current_command` is probed
+/// again, counted from each such answer; after the last, the periodic probe takes over. tmux
+/// names a pane's program from the command it was given (`respawn-pane 'node x.js'` shows as
+/// `node`) until the new process has the terminal, while the process can still be the shell
+/// that `exec`s it: a probe in that moment sees the shell, and nothing else would say when the
+/// `exec` happened (tmux's name does not change again).
+pub const CONFIRM_AFTER: [Duration; 3] = [
+    Duration::from_millis(50),
+    Duration::from_millis(250),
+    Duration::from_secs(1),
+];
+
+/// A pane being confirmed: the first process, how many re-probes were scheduled, the next one.
+#[derive(Debug)]
+struct Confirm {
+    pid: u32,
+    tries: usize,
+    at: Option<Instant>,
+}
 
 /// One probe's answer.
 #[derive(Debug)]
@@ -66,6 +87,8 @@ pub struct Prober {
     outstanding: HashMap<PaneId, (Instant, bool)>,
     /// Probes asked while one of the same pane was under way (with the pid asked for).
     again: HashMap<PaneId, u32>,
+    /// Panes whose last answer tmux contradicted.
+    confirm: HashMap<PaneId, Confirm>,
 }
 
 impl Prober {
@@ -130,6 +153,7 @@ impl Prober {
                 tx,
                 outstanding: HashMap::new(),
                 again: HashMap::new(),
+                confirm: HashMap::new(),
             },
             answers,
         ))
@@ -180,12 +204,87 @@ impl Prober {
     pub fn reset(&mut self) {
         self.outstanding.clear();
         self.again.clear();
+        self.confirm.clear();
+    }
+
+    /// The answer for `pane` (first process `pid`) named another program than tmux does: probe
+    /// it again after the next step of [`CONFIRM_AFTER`], unless those are used up for this
+    /// process.
+    pub fn disagreed(&mut self, pane: PaneId, pid: u32, now: Instant) {
+        let c = self.confirm.entry(pane).or_insert(Confirm {
+            pid,
+            tries: 0,
+            at: None,
+        });
+        if c.pid != pid {
+            *c = Confirm {
+                pid,
+                tries: 0,
+                at: None,
+            };
+        }
+        c.at = CONFIRM_AFTER.get(c.tries).map(|d| now + *d);
+        c.tries += 1;
+    }
+
+    /// The answer for `pane` agreed with tmux, or tmux named a new program (a new budget of
+    /// re-probes for the next disagreement).
+    pub fn settled(&mut self, pane: PaneId) {
+        self.confirm.remove(&pane);
+    }
+
+    /// When the next re-probe is due.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.confirm.values().filter_map(|c| c.at).min()
+    }
+
+    /// The panes whose re-probe is due at `now` (each comes once).
+    pub fn due(&mut self, now: Instant) -> Vec<PaneId> {
+        let mut out = Vec::new();
+        for (pane, c) in &mut self.confirm {
+            if c.at.is_some_and(|at| at <= now) {
+                c.at = None;
+                out.push(*pane);
+            }
+        }
+        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_answer_tmux_contradicts_is_probed_again_a_few_times_then_left_to_the_periodic_probe(
+    ) {
+        let (mut p, _answers) = Prober::start().expect("thread");
+        let t = Instant::now();
+        let pane = PaneId(3);
+        assert_eq!(p.next_deadline(), None);
+        // Each contradicted answer schedules the next step, and only that one.
+        let mut now = t;
+        for step in CONFIRM_AFTER {
+            p.disagreed(pane, 40, now);
+            assert_eq!(p.next_deadline(), Some(now + step));
+            assert!(p.due(now + step - Duration::from_millis(1)).is_empty());
+            now += step;
+            assert_eq!(p.due(now), vec![pane]);
+            assert!(p.due(now).is_empty(), "once");
+        }
+        // Used up: no more for this process.
+        p.disagreed(pane, 40, now);
+        assert_eq!(p.next_deadline(), None);
+        // A new process, or a new program named by tmux, starts again.
+        p.disagreed(pane, 41, now);
+        assert_eq!(p.next_deadline(), Some(now + CONFIRM_AFTER[0]));
+        p.settled(pane);
+        assert_eq!(p.next_deadline(), None);
+        p.disagreed(pane, 41, now);
+        assert_eq!(p.next_deadline(), Some(now + CONFIRM_AFTER[0]));
+        p.reset();
+        assert_eq!(p.next_deadline(), None);
+    }
 
     #[tokio::test]
     async fn a_probe_is_answered_once_and_repeats_coalesce_into_one_more() {

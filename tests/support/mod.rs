@@ -264,9 +264,20 @@ impl Env {
         value: &str,
         secs: u64,
     ) -> serde_json::Value {
-        wait_for(secs, &format!("{pane}: {key} = {value}"), || {
-            self.pane_row(tmux, pane).filter(|r| r[key] == value)
-        })
+        let mut last = None;
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let row = self.pane_row(tmux, pane);
+            if let Some(r) = row.as_ref().filter(|r| r[key] == value) {
+                return r.clone();
+            }
+            last = row.or(last);
+            if Instant::now() > deadline {
+                let last = last.map_or("none".to_string(), |r| r.to_string());
+                panic!("timed out after {secs}s waiting for: {pane}: {key} = {value} (last row: {last})");
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
     }
 }
 
@@ -324,8 +335,10 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        // A test that failed with TT_TEST_LOG set shows why, whatever it waited for.
-        if std::thread::panicking() && std::env::var_os("TT_TEST_LOG").is_some() {
+        // A test that failed with TT_TEST_LOG set shows why, whatever it waited for;
+        // TT_TEST_LOG_ALL shows it for a test that passed too (what a passing run went through).
+        let all = std::env::var_os("TT_TEST_LOG_ALL").is_some();
+        if (std::thread::panicking() || all) && std::env::var_os("TT_TEST_LOG").is_some() {
             eprintln!(
                 "the daemon's log ({}):\n{}",
                 self.log.display(),
