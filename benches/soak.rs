@@ -62,6 +62,8 @@ fn cycling_agent(env: &Env) -> String {
         &path,
         &format!(
             r#"#!/bin/bash
+# The daemon asks an agent's own command for its version: answer, and write no log.
+[ "$1" = --version ] && {{ echo "2.1.328 (Claude Code)"; exit 0; }}
 log="$1"
 draw() {{ echo "$(date +%s%3N) $1" >> "$log"; printf '\033[H\033[2J'; cat "$2"; sleep $((2 + RANDOM % 5)); }}
 while true; do
