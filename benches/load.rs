@@ -396,6 +396,26 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
         .filter(|w| w.kind.is_none())
         .map(|w| w.tmux_rss_kb as f64)
         .collect();
+    let person = |k: Option<usize>| {
+        let v: Vec<f64> = wins
+            .iter()
+            .filter(|w| w.kind == k)
+            .map(|w| w.person_bytes as f64 / w.wall_s.max(1e-9) / 1024.0)
+            .collect();
+        let (lo, hi) = min_max(&v);
+        format!("{:.1} KiB/s ({lo:.1} – {hi:.1})", mean(&v))
+    };
+    for (k, kind) in kinds.iter().enumerate() {
+        println!(
+            "- {}: tmux wrote the person's terminal {}",
+            kind.label(),
+            person(Some(k))
+        );
+    }
+    println!(
+        "- no observer: tmux wrote the person's terminal {}",
+        person(None)
+    );
     println!(
         "- tmux server RSS at the end of windows without an observer: {:.1} MB",
         mean(&off) / 1024.0

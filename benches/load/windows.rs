@@ -11,7 +11,7 @@ use super::meter::{cpu_ticks, load_average, run_ns, vm_kb, TreeMeter};
 use super::observers::{self, Kind};
 use super::score::{score, transitions, Score};
 use super::unix_ms;
-use super::world::{server_alive, Load};
+use super::world::{server_alive, tmux_cmd, Load};
 
 /// Transitions written in the last `GRACE` of a window are not scored (nothing could see them
 /// yet).
@@ -34,6 +34,9 @@ pub struct Window {
     pub obs_children: usize,
     pub obs_children_rss_kb: u64,
     pub tmux_rss_kb: u64,
+    /// What tmux wrote to the person's client (its terminal) in the window, in bytes: every
+    /// `set-option` makes tmux redraw every attached client whole.
+    pub person_bytes: u64,
     pub startup: Option<Duration>,
     pub score: Option<Score>,
     pub load_avg: f64,
@@ -102,6 +105,7 @@ pub fn run(
         let tmux0 = run_ns(load.server_pid).unwrap_or(0);
         let reaped = || cpu_ticks(load.server_pid).map_or(0, |(_, _, c)| c);
         let reaped0 = reaped();
+        let written0 = person_written(load);
         let load0 = load_average();
         let t0 = unix_ms();
         let started = Instant::now();
@@ -113,6 +117,7 @@ pub fn run(
             + tmux_children_s;
         let (obs_s, obs_own_s) = meter.map(|m| m.seconds(tck)).unwrap_or((0.0, 0.0));
         let tmux_rss_kb = vm_kb(load.server_pid, "VmRSS:").unwrap_or(0);
+        let person_bytes = person_written(load).saturating_sub(written0);
         let mut w = Window {
             kind: *which,
             wall_s,
@@ -124,6 +129,7 @@ pub fn run(
             obs_children: 0,
             obs_children_rss_kb: 0,
             tmux_rss_kb,
+            person_bytes,
             startup: None,
             score: None,
             load_avg: (load0 + load_average()) / 2.0,
@@ -154,6 +160,23 @@ pub fn run(
         load.server_pid
     );
     out
+}
+
+/// The bytes tmux has written to the person's clients (not control clients) so far.
+fn person_written(load: &Load) -> u64 {
+    let out = tmux_cmd(
+        &load.server,
+        &[
+            "list-clients",
+            "-F",
+            "#{client_control_mode} #{client_written}",
+        ],
+    )
+    .unwrap_or_default();
+    out.lines()
+        .filter_map(|l| l.strip_prefix("0 "))
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .sum()
 }
 
 /// The cost of each window of observer `kind`, against its neighbours.
