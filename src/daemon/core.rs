@@ -19,6 +19,7 @@ use super::flood::FloodAction;
 use super::link::{Connected, Link};
 use super::machines::Machines;
 use super::notifier::Notifier;
+use super::option_batch::OptionBatch;
 use super::panes::PaneEntry;
 use super::prober::Prober;
 use super::ruleset::{Reloaded, RuleSet, SlowLook};
@@ -76,6 +77,8 @@ pub(super) struct Daemon {
     pub(super) prober: Prober,
     pub(super) windows: Windows,
     pub(super) status: StatusLine,
+    /// Status-line options no person's client shows, waiting to go out together.
+    pub(super) option_batch: OptionBatch,
     pub(super) notifier: Notifier,
     /// Notifications written to the person's terminal.
     pub(super) terminal: TerminalNotes,
@@ -144,6 +147,7 @@ impl Daemon {
         );
         Daemon {
             status: StatusLine::new(status_line_config(&config)),
+            option_batch: OptionBatch::default(),
             tmux,
             addr,
             config,
@@ -192,6 +196,7 @@ impl Daemon {
             self.bus.next_deadline(now),
             self.probe_at,
             self.prober.next_deadline(),
+            self.option_batch_deadline(),
             panes,
         ]
         .into_iter()
@@ -203,6 +208,12 @@ impl Daemon {
     /// the person's client to stop (see `terminal`).
     fn spinner_deadline(&self) -> Option<Instant> {
         let d = self.status.next_deadline()?;
+        Some(self.terminal.status_hold().map_or(d, |h| d.max(h)))
+    }
+
+    /// When the held-back options go out, held like the spinner while a terminal note waits.
+    fn option_batch_deadline(&self) -> Option<Instant> {
+        let d = self.option_batch.next_deadline()?;
         Some(self.terminal.status_hold().map_or(d, |h| d.max(h)))
     }
 
@@ -223,6 +234,9 @@ impl Daemon {
         }
         if self.spinner_deadline().is_some_and(|d| d <= t) {
             self.animate(now);
+        }
+        if self.option_batch_deadline().is_some_and(|d| d <= t) {
+            self.flush_options();
         }
         for pane in self.prober.due(t) {
             self.request_probe(now, pane);

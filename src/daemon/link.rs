@@ -374,6 +374,7 @@ impl Daemon {
         self.prober.reset();
         self.windows.reset();
         self.status.reset();
+        self.option_batch.reset();
         self.notifier.reset();
         self.probe_at = None;
         self.changed = true;

@@ -42,6 +42,7 @@ mod link;
 mod machines;
 mod nested;
 mod notifier;
+mod option_batch;
 mod pane_drift;
 mod pane_flow;
 mod panes;

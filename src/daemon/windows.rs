@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::core::Daemon;
+use super::status_line::Argv;
 use crate::clock::Now;
 use crate::effects::background::ClientView;
 use crate::effects::focus::{self, FocusTarget};
@@ -106,7 +107,7 @@ impl Daemon {
             return;
         };
         if let Some(argv) = self.status.pane_state(pane, status.state) {
-            self.tmux_send(&argv);
+            self.send_option(now, argv);
         }
         self.rollup(
             now,
@@ -224,7 +225,9 @@ impl Daemon {
                 },
             );
         }
-        // A person attached or left: the spinner turns for the windows people can see.
+        // A person attached or left, or looks elsewhere: what was held back may show now, and
+        // the spinner turns for the windows people can see.
+        self.flush_options();
         self.schedule_spinner(now);
     }
 
@@ -232,13 +235,13 @@ impl Daemon {
     pub(super) fn refresh_window_options(&mut self, now: Now, window: WindowId) {
         let mark = self.shown_mark(window);
         for argv in self.status.window(window, mark) {
-            self.tmux_send(&argv);
+            self.send_option(now, argv);
         }
-        self.refresh_summaries();
+        self.refresh_summaries(now);
         self.schedule_spinner(now);
     }
 
-    fn refresh_summaries(&mut self) {
+    fn refresh_summaries(&mut self, now: Now) {
         let Some(inv) = self.inventory() else { return };
         let mut per_session: BTreeMap<SessionId, Vec<WindowMark>> = BTreeMap::new();
         let mut seen = BTreeSet::new();
@@ -251,7 +254,7 @@ impl Daemon {
             }
         }
         for argv in self.status.summaries(per_session) {
-            self.tmux_send(&argv);
+            self.send_option(now, argv);
         }
     }
 
@@ -276,18 +279,26 @@ impl Daemon {
     /// frame nobody can see costs that for nothing. The other running windows keep their
     /// running icon (set with their mark), still; they turn again when a person attaches.
     fn animated_windows(&self) -> Vec<WindowId> {
+        let (_, shown) = self.shown();
+        self.running_windows()
+            .into_iter()
+            .filter(|w| shown.contains(w))
+            .collect()
+    }
+
+    /// What people's clients can show: the sessions (covering their groups) they are attached
+    /// to, and the windows of those sessions with the window each one shows. Empty when nobody
+    /// is attached.
+    fn shown(&self) -> (BTreeSet<SessionId>, BTreeSet<WindowId>) {
         let Some(inv) = self.inventory() else {
-            return Vec::new();
+            return Default::default();
         };
         let people: Vec<_> = inv.people().filter(|c| c.flags.attached).collect();
-        if people.is_empty() {
-            return Vec::new();
-        }
         let sessions: BTreeSet<SessionId> = people
             .iter()
             .filter_map(|c| c.session.and_then(|s| inv.covering_session(s)))
             .collect();
-        let shown: BTreeSet<WindowId> = inv
+        let windows: BTreeSet<WindowId> = inv
             .panes
             .values()
             .filter(|p| {
@@ -297,14 +308,49 @@ impl Daemon {
             .map(|p| p.window)
             .chain(people.iter().filter_map(|c| c.window))
             .collect();
-        self.running_windows()
-            .into_iter()
-            .filter(|w| shown.contains(w))
-            .collect()
+        (sessions, windows)
     }
 
-    /// The next spinner frame.
+    /// Sends a status-line option now if a person's client can show what it is set on (its
+    /// pane's window, its window, its session), else holds it back (see `option_batch`).
+    fn send_option(&mut self, now: Now, argv: Argv) {
+        let target = argv
+            .iter()
+            .position(|a| a == "-t")
+            .and_then(|i| argv.get(i + 1));
+        let visible = target.is_some_and(|t| {
+            let (sessions, windows) = self.shown();
+            let inv = self.inventory();
+            if let Some(pane) = PaneId::parse(t) {
+                inv.and_then(|i| i.panes.get(&pane))
+                    .is_some_and(|p| windows.contains(&p.window))
+            } else if let Some(window) = WindowId::parse(t) {
+                windows.contains(&window)
+            } else {
+                SessionId::parse(t).is_some_and(|s| {
+                    inv.and_then(|i| i.covering_session(s))
+                        .is_some_and(|c| sessions.contains(&c))
+                })
+            }
+        });
+        if visible {
+            self.option_batch.sent(&argv);
+            self.tmux_send(&argv);
+        } else {
+            self.option_batch.defer(argv, now.at);
+        }
+    }
+
+    /// Sends the options held back, together (one redraw).
+    pub(super) fn flush_options(&mut self) {
+        for argv in self.option_batch.take() {
+            self.tmux_send(&argv);
+        }
+    }
+
+    /// The next spinner frame, with the options held back (the frame redraws anyway).
     pub(super) fn animate(&mut self, now: Now) {
+        self.flush_options();
         let running = self.animated_windows();
         for argv in self.status.frame(&running) {
             self.tmux_send(&argv);
