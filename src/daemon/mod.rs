@@ -53,6 +53,7 @@ mod ruleset;
 mod screen_model;
 mod snapshot;
 mod status_line;
+mod status_options;
 mod terminal;
 mod windows;
 

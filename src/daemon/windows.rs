@@ -7,24 +7,23 @@
 //! Owns ([`Windows`]): the rollup, what it was last told about each window being looked at, and
 //! the done file of this server.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
 use super::core::Daemon;
-use super::status_line::Argv;
 use crate::clock::Now;
 use crate::effects::background::ClientView;
 use crate::effects::focus::{self, FocusTarget};
 use crate::effects::notification::{NoteInput, NoteKind};
 use crate::effects::program_notes::{self, Verdict};
-use crate::ids::{PaneId, SessionId, WindowId};
+use crate::ids::{PaneId, WindowId};
 use crate::ipc::schema::{Reply, WindowRow};
 use crate::osc::ProgramNotification;
 use crate::pane::PaneStatus;
-use crate::state::{Sound, WindowMark};
+use crate::state::Sound;
 use crate::thread::{persist, NotifyReason, Rollup, RollupEffect, RollupInput};
 use crate::tmux::command::line;
 use crate::tmux::connection::Connection;
@@ -36,7 +35,7 @@ pub struct Windows {
     /// The per-window rollup.
     pub rollup: Rollup,
     /// What was last told to the rollup about each window being looked at.
-    looked: HashMap<WindowId, (bool, Option<PaneId>)>,
+    pub(super) looked: HashMap<WindowId, (bool, Option<PaneId>)>,
     /// The done file of the server attached to (`None` before attaching).
     done_file: Option<DoneFile>,
 }
@@ -107,7 +106,7 @@ impl Daemon {
             return;
         };
         if let Some(argv) = self.status.pane_state(pane, status.state) {
-            self.send_option(now, argv);
+            self.send_options(now, vec![argv]);
         }
         self.rollup(
             now,
@@ -229,155 +228,6 @@ impl Daemon {
         // the spinner turns for the windows people can see.
         self.flush_options();
         self.schedule_spinner(now);
-    }
-
-    /// Sets `@thinkterm_mark` and `@thinkterm_icon` of a window and the summaries.
-    pub(super) fn refresh_window_options(&mut self, now: Now, window: WindowId) {
-        let mark = self.shown_mark(window);
-        for argv in self.status.window(window, mark) {
-            self.send_option(now, argv);
-        }
-        self.refresh_summaries(now);
-        self.schedule_spinner(now);
-    }
-
-    fn refresh_summaries(&mut self, now: Now) {
-        let Some(inv) = self.inventory() else { return };
-        let mut per_session: BTreeMap<SessionId, Vec<WindowMark>> = BTreeMap::new();
-        let mut seen = BTreeSet::new();
-        for p in inv.panes.values() {
-            if seen.insert((p.session, p.window)) {
-                per_session
-                    .entry(p.session)
-                    .or_default()
-                    .push(self.shown_mark(p.window));
-            }
-        }
-        for argv in self.status.summaries(per_session) {
-            self.send_option(now, argv);
-        }
-    }
-
-    fn schedule_spinner(&mut self, now: Now) {
-        let running = !self.animated_windows().is_empty();
-        self.status.schedule(now.at, self.pacing.reads(), running);
-    }
-
-    /// The windows whose shown mark is running (their own, or a nested machine's).
-    fn running_windows(&self) -> Vec<WindowId> {
-        let mut ws: BTreeSet<WindowId> = self.windows.rollup.marks().map(|(w, _)| w).collect();
-        ws.extend(self.nested_windows());
-        ws.into_iter()
-            .filter(|w| self.shown_mark(*w) == WindowMark::Running)
-            .collect()
-    }
-
-    /// The running windows whose spinner turns: those a person's client can show in its status
-    /// line (the windows of the sessions, or session groups, people's clients are attached to,
-    /// and the window each one shows). A frame is a `set-option`, and tmux answers every
-    /// `set-option` by redrawing every client and working out every window's size again; a
-    /// frame nobody can see costs that for nothing. The other running windows keep their
-    /// running icon (set with their mark), still; they turn again when a person attaches.
-    fn animated_windows(&self) -> Vec<WindowId> {
-        let (_, shown) = self.shown();
-        self.running_windows()
-            .into_iter()
-            .filter(|w| shown.contains(w))
-            .collect()
-    }
-
-    /// What people's clients can show: the sessions (covering their groups) they are attached
-    /// to, and the windows of those sessions with the window each one shows. Empty when nobody
-    /// is attached.
-    fn shown(&self) -> (BTreeSet<SessionId>, BTreeSet<WindowId>) {
-        let Some(inv) = self.inventory() else {
-            return Default::default();
-        };
-        let people: Vec<_> = inv.people().filter(|c| c.flags.attached).collect();
-        let sessions: BTreeSet<SessionId> = people
-            .iter()
-            .filter_map(|c| c.session.and_then(|s| inv.covering_session(s)))
-            .collect();
-        let windows: BTreeSet<WindowId> = inv
-            .panes
-            .values()
-            .filter(|p| {
-                inv.covering_session(p.session)
-                    .is_some_and(|s| sessions.contains(&s))
-            })
-            .map(|p| p.window)
-            .chain(people.iter().filter_map(|c| c.window))
-            .collect();
-        (sessions, windows)
-    }
-
-    /// Sends a status-line option now if a person's client can show what it is set on (its
-    /// pane's window, its window, its session), else holds it back (see `option_batch`).
-    fn send_option(&mut self, now: Now, argv: Argv) {
-        let target = argv
-            .iter()
-            .position(|a| a == "-t")
-            .and_then(|i| argv.get(i + 1));
-        let visible = target.is_some_and(|t| {
-            let (sessions, windows) = self.shown();
-            let inv = self.inventory();
-            if let Some(pane) = PaneId::parse(t) {
-                inv.and_then(|i| i.panes.get(&pane))
-                    .is_some_and(|p| windows.contains(&p.window))
-            } else if let Some(window) = WindowId::parse(t) {
-                windows.contains(&window)
-            } else {
-                SessionId::parse(t).is_some_and(|s| {
-                    inv.and_then(|i| i.covering_session(s))
-                        .is_some_and(|c| sessions.contains(&c))
-                })
-            }
-        });
-        if visible {
-            self.option_batch.sent(&argv);
-            self.tmux_send(&argv);
-        } else {
-            self.option_batch.defer(argv, now.at);
-        }
-    }
-
-    /// Sends the options held back, together (one redraw).
-    pub(super) fn flush_options(&mut self) {
-        for argv in self.option_batch.take() {
-            self.tmux_send(&argv);
-        }
-    }
-
-    /// The next spinner frame, with the options held back (the frame redraws anyway).
-    pub(super) fn animate(&mut self, now: Now) {
-        self.flush_options();
-        let running = self.animated_windows();
-        for argv in self.status.frame(&running) {
-            self.tmux_send(&argv);
-        }
-        self.schedule_spinner(now);
-    }
-
-    /// Sets every option from scratch (after attaching to a server).
-    pub(super) fn refresh_all_options(&mut self, now: Now) {
-        self.status.reset();
-        let windows: Vec<WindowId> = self.windows.looked.keys().copied().collect();
-        for w in windows {
-            self.refresh_window_options(now, w);
-        }
-    }
-
-    /// The commands that remove our options from every window, pane and session (shutdown).
-    pub(super) fn clear_options_commands(&self) -> Vec<String> {
-        let Some(inv) = self.inventory() else {
-            return Vec::new();
-        };
-        let windows: BTreeSet<WindowId> = inv.panes.values().map(|p| p.window).collect();
-        let sessions: BTreeSet<SessionId> = inv.panes.values().map(|p| p.session).collect();
-        super::status_line::StatusLine::clear_all(inv.panes.keys().copied(), windows, sessions)
-            .iter()
-            .map(|argv| line(&argv.iter().map(String::as_str).collect::<Vec<_>>()))
-            .collect()
     }
 
     fn offer_notification(
