@@ -207,13 +207,16 @@ impl Daemon {
     /// The status line's next frame, held while a terminal note waits for tmux's writes to
     /// the person's client to stop (see `terminal`).
     fn spinner_deadline(&self) -> Option<Instant> {
-        let d = self.status.next_deadline()?;
-        Some(self.terminal.status_hold().map_or(d, |h| d.max(h)))
+        self.held_for_notes(self.status.next_deadline()?)
     }
 
     /// When the held-back options go out, held like the spinner while a terminal note waits.
     fn option_batch_deadline(&self) -> Option<Instant> {
-        let d = self.option_batch.next_deadline()?;
+        self.held_for_notes(self.option_batch.next_deadline()?)
+    }
+
+    /// A redraw of people's clients due at `d`, held while a terminal note waits.
+    fn held_for_notes(&self, d: Instant) -> Option<Instant> {
         Some(self.terminal.status_hold().map_or(d, |h| d.max(h)))
     }
 

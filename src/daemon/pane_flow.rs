@@ -198,6 +198,7 @@ impl Daemon {
         let found: Vec<PaneId> = inv.panes.keys().copied().collect();
         for id in gone {
             self.panes.remove(&id);
+            self.prober.settled(id);
             self.captures.forget(id);
             self.notifier.forget_pane(id);
             self.rollup(now, RollupInput::PaneGone(id));
