@@ -1118,3 +1118,63 @@ fn one_client_watches_every_session_and_survives_its_own_session_going() {
         marks().iter().all(|m| m == "0").then_some(())
     });
 }
+
+/// A server of 600 panes is read whole, through pipes, and a clean stop takes away everything
+/// the sidecar set there. Asked for all at once, the pipes (two commands each) and every
+/// window's idle options overflowed the control client's command queue: about 340 panes never
+/// got a pipe, and status-line options were dropped. At stop, the clean-up was more commands
+/// than the queue holds, and about a fifth of the pipes and marks stayed behind.
+#[test]
+fn a_server_of_600_panes_is_piped_whole_and_a_clean_stop_leaves_nothing_behind() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    tmux.new_session("s0", None);
+    // 40 sessions of 15 windows (`cat` in most: light), one tmux command line a session.
+    for s in 0..40 {
+        let name = format!("s{s}");
+        let mut args: Vec<&str> = Vec::new();
+        if s > 0 {
+            args.extend(["new-session", "-d", "-s", &name, ";"]);
+        }
+        for _ in 0..14 {
+            args.extend(["new-window", "-d", "-t", &name, "exec cat", ";"]);
+        }
+        args.pop();
+        tmux.cmd(&args);
+    }
+    let marks = || {
+        tmux.cmd(&["list-panes", "-a", "-F", "#{pane_pipe}#{@thinkterm_pipe}"])
+            .lines()
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(marks().len(), 600);
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    wait_for(60, "every pane piped and marked", || {
+        marks().iter().all(|m| m.len() == 33).then_some(())
+    });
+    let log = d.log_text();
+    assert!(
+        !log.contains("not reading commands") && !log.contains("control client"),
+        "commands refused, or panes read through a control client:\n{log}"
+    );
+    // Idle windows show the default mark, from the one global option.
+    let w = tmux.window_of("s7:3");
+    assert_eq!(tmux.window_option(&w, "@thinkterm_mark"), "idle");
+    d.stop();
+    let left: Vec<String> = marks().into_iter().filter(|m| m != "0").collect();
+    assert!(
+        left.is_empty(),
+        "{} panes keep a pipe or a mark, such as {:?}",
+        left.len(),
+        left.first()
+    );
+    assert_eq!(
+        tmux.window_option(&w, "@thinkterm_mark"),
+        "",
+        "the default is gone too"
+    );
+    let hooks = tmux.cmd(&["show-hooks", "-g"]);
+    assert!(!hooks.contains("thinkterm"), "hooks left behind: {hooks}");
+}

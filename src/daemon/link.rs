@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::core::{Daemon, Done};
 use super::screen_model::CursorState;
+use super::status_line::{Argv, StatusLine};
 use super::{ATTACH_BUDGET, CONNECT_TIMEOUT, TMUX_REPLY_TIMEOUT};
 use crate::clock::Now;
 use crate::ids::{PaneId, WindowId};
@@ -34,6 +35,8 @@ pub(super) struct Connected {
     observer: Observer,
     done: BTreeSet<WindowId>,
     key: String,
+    /// The commands that clear status-line options an earlier sidecar left.
+    leftovers: Vec<Argv>,
 }
 
 /// The connection to the tmux server: the observer, and how the next one is sought.
@@ -129,7 +132,8 @@ impl Daemon {
         };
         self.tasks.push(Box::pin(async move {
             let connected = tokio::time::timeout(CONNECT_TIMEOUT, async {
-                let observer = Observer::connect_with(tmux, addr, pacing, pipes).await?;
+                let mut observer = Observer::connect_with(tmux, addr, pacing, pipes).await?;
+                let leftovers = leftover_options(&mut observer).await;
                 let mut parts = observer.server_identity().split(crate::tmux::command::SEP);
                 let pid = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
                 let start = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -143,6 +147,7 @@ impl Daemon {
                     observer,
                     done,
                     key,
+                    leftovers,
                 })
             })
             .await
@@ -307,6 +312,7 @@ impl Daemon {
             observer,
             done,
             key,
+            leftovers,
         } = c;
         tracing::info!(
             tmux = %self.addr.socket.display(),
@@ -320,6 +326,10 @@ impl Daemon {
         self.link.generation += 1;
         self.link.waiting_logged = false;
         self.link.backoff = FIRST_BACKOFF;
+        // Before any option of ours: the defaults, and what an earlier sidecar left cleared.
+        for argv in self.status.defaults().into_iter().chain(leftovers) {
+            self.tmux_send(&argv);
+        }
         self.restore_done(now, done, key);
         self.sync_panes(now);
         self.update_looked(now);
@@ -379,4 +389,28 @@ impl Daemon {
         self.probe_at = None;
         self.changed = true;
     }
+}
+
+/// The commands that clear the status-line options an earlier sidecar left on this server
+/// (killed before it could clear them; see `StatusLine::leftover_unsets`). A list that fails
+/// leaves its part as it is: logged, not fatal.
+async fn leftover_options(observer: &mut Observer) -> Vec<Argv> {
+    let mut bodies: Vec<Vec<String>> = Vec::new();
+    for q in StatusLine::leftover_queries() {
+        match observer.command(q).await {
+            Ok(body) => bodies.push(body),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the status line's options left by an earlier sidecar");
+                bodies.push(Vec::new());
+            }
+        }
+    }
+    let unsets = StatusLine::leftover_unsets(&bodies[0], &bodies[1], &bodies[2]);
+    if !unsets.is_empty() {
+        tracing::info!(
+            commands = unsets.len(),
+            "clearing status-line options an earlier sidecar left"
+        );
+    }
+    unsets
 }

@@ -5,6 +5,12 @@
 //!
 //! Options: per pane [`PANE_STATE`], per window [`WINDOW_MARK`] and [`WINDOW_ICON`], per
 //! session [`SESSION_SUMMARY`].
+//!
+//! A window shows the defaults until it has something else to show: `idle` from the global
+//! window option ([`StatusLine::defaults`]), an empty icon and summary from no option at all.
+//! Every `set-option` makes tmux redraw every client and size every window again, so setting
+//! each window's idle values one by one cost a server of 600 windows 1,200 of them at start
+//! (seconds of tmux's time, and more than a control client's command queue holds).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -105,6 +111,68 @@ impl StatusLine {
         self.icons.remove(&window);
     }
 
+    /// The commands that give every window its idle mark by default (sent on attaching, before
+    /// any other option).
+    pub fn defaults(&self) -> Vec<Argv> {
+        if !self.config.enabled {
+            return Vec::new();
+        }
+        vec![vec![
+            "set-option".to_string(),
+            "-gw".to_string(),
+            WINDOW_MARK.to_string(),
+            WindowMark::Idle.as_str().to_string(),
+        ]]
+    }
+
+    /// The lists that show options an earlier sidecar left (killed before it could clear
+    /// them): each window's, session's and pane's values as formats see them.
+    pub fn leftover_queries() -> [String; 3] {
+        let f =
+            |fields: &[&str]| crate::tmux::command::quote(&crate::tmux::command::format_of(fields));
+        [
+            format!(
+                "list-windows -a -F {}",
+                f(&["window_id", WINDOW_MARK, WINDOW_ICON])
+            ),
+            format!("list-sessions -F {}", f(&["session_id", SESSION_SUMMARY])),
+            format!("list-panes -a -F {}", f(&["pane_id", PANE_STATE])),
+        ]
+    }
+
+    /// The commands that remove what the answers to [`StatusLine::leftover_queries`] show
+    /// beyond the defaults, so that every window, session and pane shows them.
+    pub fn leftover_unsets(windows: &[String], sessions: &[String], panes: &[String]) -> Vec<Argv> {
+        let sep = crate::tmux::command::SEP;
+        let mut out = Vec::new();
+        for l in windows {
+            let f: Vec<&str> = l.split(sep).collect();
+            if let [id, mark, icon] = f[..] {
+                if let Some(w) = WindowId::parse(id) {
+                    if !(mark.is_empty() || mark == WindowMark::Idle.as_str()) || !icon.is_empty() {
+                        out.push(unset("-w", w.to_string(), WINDOW_MARK));
+                        out.push(unset("-w", w.to_string(), WINDOW_ICON));
+                    }
+                }
+            }
+        }
+        for l in sessions {
+            if let Some((id, summary)) = l.split_once(sep) {
+                if let (Some(s), false) = (SessionId::parse(id), summary.is_empty()) {
+                    out.push(unset("", s.to_string(), SESSION_SUMMARY));
+                }
+            }
+        }
+        for l in panes {
+            if let Some((id, state)) = l.split_once(sep) {
+                if let (Some(p), false) = (PaneId::parse(id), state.is_empty()) {
+                    out.push(unset("-p", p.to_string(), PANE_STATE));
+                }
+            }
+        }
+        out
+    }
+
     /// The command that shows a pane's state.
     pub fn pane_state(&self, pane: PaneId, state: Option<AgentState>) -> Option<Argv> {
         self.config.enabled.then(|| {
@@ -125,10 +193,11 @@ impl StatusLine {
         }
         let frame = if self.config.spinner { self.frame } else { 0 };
         let icon = icon::window_icon(mark, frame, &self.style);
-        if self.marks.insert(window, mark) != Some(mark) {
+        // A window not set yet shows the defaults.
+        if self.marks.insert(window, mark).unwrap_or(WindowMark::Idle) != mark {
             out.push(set("-w", window.to_string(), WINDOW_MARK, mark.as_str()));
         }
-        if self.icons.get(&window) != Some(&icon) {
+        if self.icons.get(&window).map_or("", String::as_str) != icon {
             out.push(set("-w", window.to_string(), WINDOW_ICON, &icon));
             self.icons.insert(window, icon);
         }
@@ -146,7 +215,7 @@ impl StatusLine {
         }
         for (session, marks) in per_session {
             let s = icon::summary(marks);
-            if self.summaries.get(&session) != Some(&s) {
+            if self.summaries.get(&session).map_or("", String::as_str) != s {
                 out.push(set("", session.to_string(), SESSION_SUMMARY, &s));
                 self.summaries.insert(session, s);
             }
@@ -198,6 +267,11 @@ impl StatusLine {
         for s in sessions {
             out.push(unset("", s.to_string(), SESSION_SUMMARY));
         }
+        out.push(vec![
+            "set-option".to_string(),
+            "-gwu".to_string(),
+            WINDOW_MARK.to_string(),
+        ]);
         out
     }
 }
@@ -280,7 +354,16 @@ mod tests {
         let mut s = line(false, true);
         assert!(s.window(WindowId(1), WindowMark::Done).is_empty());
         assert!(s.pane_state(PaneId(1), None).is_none());
-        let clear = StatusLine::clear_all([PaneId(1)], [WindowId(2)], [SessionId(3)]);
+        let mut clear = StatusLine::clear_all([PaneId(1)], [WindowId(2)], [SessionId(3)]);
+        assert_eq!(
+            clear.pop(),
+            Some(
+                ["set-option", "-gwu", WINDOW_MARK]
+                    .map(String::from)
+                    .to_vec()
+            ),
+            "the global default goes last"
+        );
         assert!(clear.iter().all(|a| a.contains(&"-u".to_string())));
         assert_eq!(names(&clear), ["%1", "@2", "@2", "$3"]);
         let last: Vec<&str> = clear
@@ -291,5 +374,56 @@ mod tests {
             last,
             [PANE_STATE, WINDOW_MARK, WINDOW_ICON, SESSION_SUMMARY]
         );
+        assert!(s.defaults().is_empty(), "disabled: no default either");
+    }
+
+    #[test]
+    fn a_window_shows_the_defaults_until_it_has_something_else_to_show() {
+        let mut s = line(true, true);
+        assert_eq!(
+            s.defaults(),
+            [["set-option", "-gw", WINDOW_MARK, "idle"]
+                .map(String::from)
+                .to_vec()]
+        );
+        let w = WindowId(5);
+        assert!(
+            s.window(w, WindowMark::Idle).is_empty(),
+            "idle is the default"
+        );
+        assert!(s
+            .summaries([(SessionId(1), vec![WindowMark::Idle])])
+            .is_empty());
+        assert_eq!(
+            names(&s.window(w, WindowMark::Done)),
+            [WINDOW_MARK, WINDOW_ICON]
+        );
+        let back = s.window(w, WindowMark::Idle);
+        assert_eq!(
+            back[0],
+            ["set-option", "-w", "-t", "@5", WINDOW_MARK, "idle"]
+        );
+        assert_eq!(back[1], ["set-option", "-w", "-t", "@5", WINDOW_ICON, ""]);
+    }
+
+    #[test]
+    fn what_an_earlier_sidecar_left_is_cleared_and_nothing_else() {
+        let sep = crate::tmux::command::SEP;
+        let row = |f: &[&str]| f.join(&sep.to_string());
+        let windows = [
+            row(&["@1", "", ""]),
+            row(&["@2", "idle", ""]),
+            row(&["@3", "done", "#[fg=green]●"]),
+            row(&["@4", "idle", "x"]),
+        ];
+        let sessions = [row(&["$0", ""]), row(&["$1", "1✓"])];
+        let panes = [row(&["%0", ""]), row(&["%7", "blocked"])];
+        let unsets = StatusLine::leftover_unsets(&windows, &sessions, &panes);
+        let targets: Vec<&str> = unsets.iter().map(|a| a[a.len() - 2].as_str()).collect();
+        assert_eq!(targets, ["@3", "@3", "@4", "@4", "$1", "%7"]);
+        assert!(unsets.iter().all(|a| a.contains(&"-u".to_string())));
+        assert!(StatusLine::leftover_queries()
+            .iter()
+            .all(|q| q.contains("#{@thinkterm_")));
     }
 }

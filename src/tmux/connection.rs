@@ -260,6 +260,33 @@ impl Connection {
         }
     }
 
+    /// [`Connection::start`] for a burst larger than the queue (the shutdown's clean-up): waits
+    /// for room in the queue instead of refusing the command, then gives the reply's future.
+    pub async fn start_waiting(
+        &self,
+        line: String,
+    ) -> impl std::future::Future<Output = Result<(), CommandError>> + use<> {
+        let sent = if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
+            Err(CommandError::BadLine)
+        } else {
+            let (tx, rx) = oneshot::channel();
+            match self.commands.send((line, tx)).await {
+                Ok(()) => Ok(rx),
+                Err(_) => Err(CommandError::Closed),
+            }
+        };
+        async move {
+            let reply = sent?.await.map_err(|_| CommandError::Closed)?;
+            if reply.ok {
+                Ok(())
+            } else {
+                Err(CommandError::Tmux(
+                    reply.body.lines().collect::<Vec<_>>().join(" "),
+                ))
+            }
+        }
+    }
+
     /// Sends one command without waiting for its reply (status-line options, focus): the reply
     /// is read and dropped. Refuses empty and multi-line commands like [`Connection::command`].
     pub fn send(&self, line: impl Into<String>) {

@@ -133,10 +133,17 @@ impl Tmux {
 
     /// A window option's value ("" when unset or unreadable).
     pub fn window_option(&self, window: &str, name: &str) -> String {
-        self.try_cmd(&["show-options", "-wqv", "-t", window, name])
-            .unwrap_or_default()
-            .trim()
-            .to_string()
+        // As a format sees it: the window's own value, else the global one (the idle default).
+        self.try_cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            window,
+            &format!("#{{{name}}}"),
+        ])
+        .unwrap_or_default()
+        .trim()
+        .to_string()
     }
 
     /// Types text and Enter into a pane.

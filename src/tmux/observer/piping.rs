@@ -24,6 +24,12 @@ pub const PIPE_WAIT: Duration = Duration::from_secs(3);
 /// Pipes that never came, with none handed over at all, after which pipes are given up for
 /// this server (the relay cannot run here): every pane is read through its control client.
 pub const GIVE_UP_AFTER: u32 = 3;
+/// Most pipes asked for and not handed over yet. A server of hundreds of panes has its pipes
+/// asked for in rounds: each is a `fork` in tmux (about 2 ms) and two commands in the control
+/// client's queue, and asked all at once, 600 panes made tmux busy for seconds, overflowed
+/// the queue (refused commands) and outlasted [`PIPE_WAIT`]: the panes whose pipe was late went
+/// to their control clients. The next round is asked when half of one is handed over.
+pub const MAX_ASKED: usize = 64;
 /// Most bytes held for a pane that no list has shown yet (its first output, kept until the
 /// daemon knows the pane).
 pub const MAX_HELD: usize = 256 * 1024;
@@ -86,6 +92,8 @@ pub struct PipeState {
     /// most likely has them (tmux made the pane before its hook piped it); if it does not,
     /// another is asked for.
     pub opened_unlisted: std::collections::HashSet<PaneId>,
+    /// Listed panes whose pipe waits for a later round ([`MAX_ASKED`]).
+    pub unasked: usize,
 }
 
 impl PipeState {
@@ -191,6 +199,18 @@ impl Observer {
         tracing::debug!(%pane, serial = handle.serial(), "pane pipe handed over");
         self.piping.opened += 1;
         self.piping.panes.insert(pane, Piping::Live(handle));
+        if self.piping.unasked > 0
+            && self
+                .piping
+                .panes
+                .values()
+                .filter(|p| matches!(p, Piping::Asked(_)))
+                .count()
+                <= MAX_ASKED / 2
+        {
+            // The next round.
+            self.sync_pipes();
+        }
         let session = self.inventory.panes.get(&pane).map(|p| p.session);
         match session {
             // A pane our hook piped before any list had it.
@@ -283,6 +303,13 @@ impl Observer {
             .held
             .retain(|id, _| matches!(panes.get(id), Some(Piping::Live(_))));
         let mut asked = false;
+        let mut asking = self
+            .piping
+            .panes
+            .values()
+            .filter(|p| matches!(p, Piping::Asked(_)))
+            .count();
+        let mut unasked = 0;
         let mut lines: Vec<String> = Vec::new();
         // Panes that were piped and go to their client now: paused there, if it takes output.
         let mut resume: Vec<(PaneId, SessionId)> = Vec::new();
@@ -290,6 +317,11 @@ impl Observer {
             let next = match self.piping.panes.get(id) {
                 None if info.dead => None,
                 None if !info.pipe || (!info.pipe_mark.is_empty() && info.pipe_mark != token) => {
+                    if asking >= MAX_ASKED {
+                        unasked += 1;
+                        continue;
+                    }
+                    asking += 1;
                     // No pipe, or one an earlier sidecar left: ours now.
                     lines.push(pipes.open_command(*id));
                     lines.push(pipes.mark_command(*id));
@@ -327,6 +359,10 @@ impl Observer {
                 self.piping.panes.insert(*id, n);
             }
         }
+        if unasked > 0 {
+            tracing::debug!(unasked, "pipes left for a later round");
+        }
+        self.piping.unasked = unasked;
         if let Ok(c) = self.any_connection() {
             for l in lines {
                 c.send(l);
