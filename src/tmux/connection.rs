@@ -238,63 +238,44 @@ impl Connection {
         &self,
         line: String,
     ) -> impl std::future::Future<Output = Result<Body, CommandError>> + use<> {
-        let sent = if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
-            Err(CommandError::BadLine)
-        } else {
+        let sent = checked(line).and_then(|line| {
             let (tx, rx) = oneshot::channel();
             match self.commands.try_send((line, tx)) {
                 Ok(()) => Ok(rx),
                 Err(mpsc::error::TrySendError::Full(_)) => Err(CommandError::Busy(COMMAND_QUEUE)),
                 Err(mpsc::error::TrySendError::Closed(_)) => Err(CommandError::Closed),
             }
-        };
-        async move {
-            let reply = sent?.await.map_err(|_| CommandError::Closed)?;
-            if reply.ok {
-                Ok(reply.body)
-            } else {
-                Err(CommandError::Tmux(
-                    reply.body.lines().collect::<Vec<_>>().join(" "),
-                ))
-            }
-        }
+        });
+        reply_of(sent)
     }
 
-    /// [`Connection::start`] for a burst larger than the queue (the shutdown's clean-up): waits
-    /// for room in the queue instead of refusing the command, then gives the reply's future.
+    /// [`Connection::start_body`] for a burst larger than the queue (the shutdown's clean-up):
+    /// waits for room in the queue instead of refusing the command, then gives the reply's
+    /// future.
     pub async fn start_waiting(
         &self,
         line: String,
-    ) -> impl std::future::Future<Output = Result<(), CommandError>> + use<> {
-        let sent = if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
-            Err(CommandError::BadLine)
-        } else {
-            let (tx, rx) = oneshot::channel();
-            match self.commands.send((line, tx)).await {
-                Ok(()) => Ok(rx),
-                Err(_) => Err(CommandError::Closed),
+    ) -> impl std::future::Future<Output = Result<Body, CommandError>> + use<> {
+        let sent = match checked(line) {
+            Ok(line) => {
+                let (tx, rx) = oneshot::channel();
+                match self.commands.send((line, tx)).await {
+                    Ok(()) => Ok(rx),
+                    Err(_) => Err(CommandError::Closed),
+                }
             }
+            Err(e) => Err(e),
         };
-        async move {
-            let reply = sent?.await.map_err(|_| CommandError::Closed)?;
-            if reply.ok {
-                Ok(())
-            } else {
-                Err(CommandError::Tmux(
-                    reply.body.lines().collect::<Vec<_>>().join(" "),
-                ))
-            }
-        }
+        reply_of(sent)
     }
 
     /// Sends one command without waiting for its reply (status-line options, focus): the reply
     /// is read and dropped. Refuses empty and multi-line commands like [`Connection::command`].
     pub fn send(&self, line: impl Into<String>) {
-        let line = line.into();
-        if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
-            tracing::debug!(line, "refusing an empty or multi-line command");
+        let Ok(line) = checked(line.into()) else {
+            tracing::debug!("refusing an empty or multi-line command");
             return;
-        }
+        };
         // Nobody waits for this reply: the reader reads and drops it.
         let (tx, _) = oneshot::channel();
         match self.commands.try_send((line, tx)) {
@@ -318,6 +299,29 @@ impl Connection {
     /// Whether the client is still running.
     pub fn is_open(&self) -> bool {
         !self.commands.is_closed()
+    }
+}
+
+/// A command line tmux can take: one line, not empty.
+fn checked(line: String) -> Result<String, CommandError> {
+    if line.trim().is_empty() || line.contains('\n') || line.contains('\r') {
+        Err(CommandError::BadLine)
+    } else {
+        Ok(line)
+    }
+}
+
+/// The future of a queued command's reply: its body, or tmux's error as one line.
+async fn reply_of(
+    sent: Result<oneshot::Receiver<Reply>, CommandError>,
+) -> Result<Body, CommandError> {
+    let reply = sent?.await.map_err(|_| CommandError::Closed)?;
+    if reply.ok {
+        Ok(reply.body)
+    } else {
+        Err(CommandError::Tmux(
+            reply.body.lines().collect::<Vec<_>>().join(" "),
+        ))
     }
 }
 

@@ -97,6 +97,14 @@ pub struct PipeState {
 }
 
 impl PipeState {
+    /// Pipes asked for and not handed over yet.
+    fn asking(&self) -> usize {
+        self.panes
+            .values()
+            .filter(|p| matches!(p, Piping::Asked(_)))
+            .count()
+    }
+
     /// Whether `pane`'s bytes come (or will come) through its pipe, so that a control client's
     /// copy of them must be dropped.
     pub fn piped(&self, pane: PaneId) -> bool {
@@ -199,15 +207,7 @@ impl Observer {
         tracing::debug!(%pane, serial = handle.serial(), "pane pipe handed over");
         self.piping.opened += 1;
         self.piping.panes.insert(pane, Piping::Live(handle));
-        if self.piping.unasked > 0
-            && self
-                .piping
-                .panes
-                .values()
-                .filter(|p| matches!(p, Piping::Asked(_)))
-                .count()
-                <= MAX_ASKED / 2
-        {
+        if self.piping.unasked > 0 && self.piping.asking() <= MAX_ASKED / 2 {
             // The next round.
             self.sync_pipes();
         }
@@ -303,12 +303,7 @@ impl Observer {
             .held
             .retain(|id, _| matches!(panes.get(id), Some(Piping::Live(_))));
         let mut asked = false;
-        let mut asking = self
-            .piping
-            .panes
-            .values()
-            .filter(|p| matches!(p, Piping::Asked(_)))
-            .count();
+        let mut asking = self.piping.asking();
         let mut unasked = 0;
         let mut lines: Vec<String> = Vec::new();
         // Panes that were piped and go to their client now: paused there, if it takes output.
