@@ -51,6 +51,7 @@ mod recent;
 mod redraw;
 mod ruleset;
 mod screen_model;
+mod shutdown;
 mod snapshot;
 mod status_line;
 mod status_options;
