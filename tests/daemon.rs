@@ -119,6 +119,119 @@ fn a_drawing_agent_is_read_from_its_screen_model_and_the_model_is_checked_agains
     assert!(explain()["screen_model"].is_null());
 }
 
+/// A frame drawn as a synchronized update (mode 2026: Pi, Codex and OpenCode draw every frame
+/// so) counts only once it ends: half a frame left on the screen never decides a state, whether
+/// the look is served by the screen model (it is shown the last whole frame) or captured (it
+/// waits); a frame whose end never comes is looked at once the hold (500 ms) has passed.
+#[test]
+fn a_frame_drawn_as_a_synchronized_update_counts_only_once_it_ends() {
+    let idle = fixtures::read_to_string("claude-code/2.1.328/001-idle.txt");
+    let blocked = fixtures::read_to_string("claude-code/2.1.328/008-blocked.txt");
+    let prompt = blocked
+        .lines()
+        .find(|l| l.contains("Do you want"))
+        .expect("the blocked frame's question")
+        .trim()
+        .to_string();
+    let (begin, end, clear) = ("\x1b[?2026h", "\x1b[?2026l", "\x1b[H\x1b[2J");
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let frames = [
+        ("idle", format!("{clear}{idle}")),
+        ("half", format!("{begin}{clear}{blocked}")),
+        ("end-idle", format!("{clear}{idle}{end}")),
+        ("blocked", format!("{begin}{clear}{blocked}{end}")),
+    ];
+    for (name, bytes) in &frames {
+        std::fs::write(env.path(&format!("{name}.frame")), bytes).unwrap();
+    }
+    let frame = |name: &str| env.path(&format!("{name}.frame")).display().to_string();
+    // Writes each file named on its stdin as it is (the files hold their own escapes).
+    let agent = env.path("bin/claude");
+    script(
+        &agent,
+        "#!/bin/bash\nstty -echo\nwhile read -r f; do cat \"$f\"; done\n",
+    );
+    let pane = tmux.new_session("sync", Some(&agent.display().to_string()));
+    let shows = |text: &str| {
+        tmux.cmd(&["capture-pane", "-p", "-J", "-t", &pane])
+            .contains(text)
+    };
+    for modelled in [true, false] {
+        if !modelled {
+            let config = env.path("config/thinkterm/config.toml");
+            std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+            std::fs::write(&config, "screen_model_check_ms = 0\n").unwrap();
+        }
+        let d = Daemon::start(&env, &tmux);
+        d.wait_ready(&env, &tmux);
+        env.wait_row(&tmux, &pane, "agent", "claude", 10);
+        tmux.type_line(&pane, &frame("idle"));
+        env.wait_row(&tmux, &pane, "state", "idle", 10);
+        let served = || env.explain(&tmux, &pane)["screen_model"]["served"].as_u64();
+        if modelled {
+            // Seeded by the first capture, verified by the next that finds the same screen.
+            wait_for(10, "the idle screen's model verified", || {
+                tmux.type_line(&pane, &frame("idle"));
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                (env.explain(&tmux, &pane)["screen_model"]["trust"] == "verified").then_some(())
+            });
+        }
+        let rx = events(&env, &tmux);
+        let before = served();
+        let whole = tmux.cmd(&["capture-pane", "-p", "-J", "-t", &pane]);
+        // Half a frame: the blocked prompt drawn, the update not ended.
+        tmux.type_line(&pane, &frame("half"));
+        wait_for(10, "tmux showing the half-drawn frame", || {
+            shows(&prompt).then_some(())
+        });
+        if modelled {
+            // A look after it was served: the last whole frame.
+            let v = wait_for(10, "a look served after the half frame", || {
+                let v = env.explain(&tmux, &pane);
+                (v["screen_model"]["served"].as_u64() > before).then_some(v)
+            });
+            assert_eq!(v["state"], "idle", "{v}");
+            assert_eq!(lines(v["screen"].as_str().unwrap()), lines(&whole), "{v}");
+        } else {
+            // A capture would come 40 ms after the output (`capture_delay_ms`); give it six
+            // times that, still well inside the hold, before the frame ends.
+            std::thread::sleep(std::time::Duration::from_millis(250));
+            let row = env.pane_row(&tmux, &pane).unwrap();
+            assert_eq!(row["state"], "idle", "{row}");
+        }
+        // Entering blocked is not debounced: a look at the half frame would have said so.
+        assert!(
+            rx.try_recv().is_err(),
+            "modelled {modelled}: an event for the half frame"
+        );
+        // The frame ends as the idle screen.
+        tmux.type_line(&pane, &frame("end-idle"));
+        wait_for(10, "tmux showing the frame's end", || {
+            (!shows(&prompt)).then_some(())
+        });
+        // A whole blocked frame is seen: the prompt itself is classified.
+        tmux.type_line(&pane, &frame("blocked"));
+        env.wait_row(&tmux, &pane, "state", "blocked", 10);
+        let ev = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("the blocked frame's event");
+        assert_eq!(
+            (&ev["old"], &ev["new"]),
+            (&"idle".into(), &"blocked".into()),
+            "{ev}"
+        );
+        // A frame that never ends is looked at once the hold has passed.
+        tmux.type_line(&pane, &frame("idle"));
+        env.wait_row(&tmux, &pane, "state", "idle", 10);
+        tmux.type_line(&pane, &frame("half"));
+        env.wait_row(&tmux, &pane, "state", "blocked", 10);
+        drop(d);
+        // The next run starts from a frame that has ended.
+        tmux.type_line(&pane, &frame("end-idle"));
+    }
+}
+
 #[test]
 fn overrides_replace_and_add_agents_and_reload_without_restart() {
     let mut tmux = Tmux::new();

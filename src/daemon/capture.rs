@@ -74,6 +74,13 @@ impl CaptureScheduler {
         self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
 
+    /// `pane` needs a look at `at` (the end of its hold, when its last look was of the frame
+    /// before the one it is drawing).
+    pub fn want_at(&mut self, pane: PaneId, at: Instant) {
+        self.pending.insert(pane);
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+    }
+
     /// `pane`'s screen model served a look: a capture must check it at `at`, unless one
     /// comes before.
     pub fn check_at(&mut self, pane: PaneId, at: Instant) {
@@ -113,9 +120,10 @@ impl CaptureScheduler {
     }
 
     /// Starts the round due at `now`, if any: the panes it captures (pending and due by their
-    /// interval). The rest stay pending, and the next round is due when the first of them is.
-    /// An empty answer starts nothing.
-    pub fn start(&mut self, now: Instant) -> Vec<PaneId> {
+    /// interval, and not `held`: a pane whose program is drawing a frame waits until the time
+    /// `held` gives, or its next output). The rest stay pending, and the next round is due when
+    /// the first of them is. An empty answer starts nothing.
+    pub fn start(&mut self, now: Instant, held: impl Fn(PaneId) -> Option<Instant>) -> Vec<PaneId> {
         if self.in_flight.is_some() {
             return Vec::new();
         }
@@ -134,11 +142,18 @@ impl CaptureScheduler {
             return Vec::new();
         }
         let round = now;
+        let until = |id: PaneId| {
+            let hold = held(id).filter(|h| *h > round);
+            match (self.last_due(id), hold) {
+                (Some(d), Some(h)) => Some(d.max(h)),
+                (d, h) => d.or(h),
+            }
+        };
         let (take, wait): (Vec<PaneId>, Vec<PaneId>) = self
             .pending
             .iter()
-            .partition(|id| self.last_due(**id).is_none_or(|t| t <= round));
-        self.due = wait.iter().filter_map(|id| self.last_due(*id)).min();
+            .partition(|id| until(**id).is_none_or(|t| t <= round));
+        self.due = wait.iter().filter_map(|id| until(*id)).min();
         for id in &take {
             self.pending.remove(id);
         }
@@ -185,6 +200,10 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    fn no_hold(_: PaneId) -> Option<Instant> {
+        None
+    }
+
     fn sched(grid: Grid) -> CaptureScheduler {
         CaptureScheduler::new(ms(40), ms(100), grid, grid.coarser(2))
     }
@@ -196,18 +215,21 @@ mod tests {
         let p = PaneId(1);
         s.want(p, e);
         assert_eq!(s.next_deadline(), Some(e + ms(40)));
-        assert!(s.start(e + ms(39)).is_empty(), "not due yet");
-        assert_eq!(s.start(e + ms(40)), [p]);
+        assert!(s.start(e + ms(39), no_hold).is_empty(), "not due yet");
+        assert_eq!(s.start(e + ms(40), no_hold), [p]);
         // In flight: nothing else starts, and output meanwhile waits.
         s.want(p, e + ms(50));
         assert_eq!(s.next_deadline(), None);
-        assert!(s.start(e + ms(200)).is_empty());
+        assert!(s.start(e + ms(200), no_hold).is_empty());
         s.finish([p]);
         // The output at 50 settles until 90; captured at 40, the pane is due again at 140.
         assert_eq!(s.next_deadline(), Some(e + ms(90)));
-        assert!(s.start(e + ms(90)).is_empty(), "its interval has not ended");
+        assert!(
+            s.start(e + ms(90), no_hold).is_empty(),
+            "its interval has not ended"
+        );
         assert_eq!(s.next_deadline(), Some(e + ms(140)));
-        assert_eq!(s.start(e + ms(140)), [p]);
+        assert_eq!(s.start(e + ms(140), no_hold), [p]);
         s.finish([p]);
         assert!(!s.is_pending(p));
         assert_eq!(s.next_deadline(), None);
@@ -224,11 +246,11 @@ mod tests {
         s.captured_at.insert(b, e + ms(1050));
         s.pending.extend([a, b, c]);
         s.due = Some(e + ms(1060));
-        assert_eq!(s.start(e + ms(1060)), [c]);
+        assert_eq!(s.start(e + ms(1060), no_hold), [c]);
         s.finish([c]);
         assert_eq!(s.next_deadline(), Some(e + ms(1100)));
         // At that instant both are due: one round, one reply for both.
-        assert_eq!(s.start(e + ms(1100)), [a, b]);
+        assert_eq!(s.start(e + ms(1100), no_hold), [a, b]);
     }
 
     #[test]
@@ -239,7 +261,7 @@ mod tests {
         s.want(a, e);
         s.want(b, e);
         s.forget(b);
-        assert_eq!(s.start(e + ms(40)), [a]);
+        assert_eq!(s.start(e + ms(40), no_hold), [a]);
         s.finish([]);
         assert!(s.captured_at.is_empty());
         s.want(a, e + ms(41));
@@ -255,7 +277,7 @@ mod tests {
         let mut s = sched(Grid::off());
         let p = PaneId(1);
         s.want(p, e);
-        assert_eq!(s.start(e + ms(40)), [p]);
+        assert_eq!(s.start(e + ms(40), no_hold), [p]);
         // The model served this round's look; its check is due 2 s on.
         s.served(&[p]);
         s.check_at(p, e + ms(2040));
@@ -265,14 +287,36 @@ mod tests {
         // It writes: its interval runs from the served round.
         s.want(p, e + ms(60));
         assert_eq!(s.next_deadline(), Some(e + ms(140)));
-        assert_eq!(s.start(e + ms(140)), [p]);
+        assert_eq!(s.start(e + ms(140), no_hold), [p]);
         s.served(&[p]);
         s.finish([]);
         // Quiet from then on: the check comes, as a quiet pane's capture, and ends the check.
-        assert!(s.start(e + ms(2040)).is_empty());
+        assert!(s.start(e + ms(2040), no_hold).is_empty());
         assert_eq!(s.next_deadline(), Some(e + ms(2080)));
-        assert_eq!(s.start(e + ms(2080)), [p]);
+        assert_eq!(s.start(e + ms(2080), no_hold), [p]);
         s.finish([p]);
         assert_eq!(s.next_deadline(), None);
+    }
+
+    #[test]
+    fn a_pane_drawing_a_frame_waits_for_its_end_or_the_hold() {
+        let e = Instant::now();
+        let mut s = sched(Grid::off());
+        let (a, b) = (PaneId(1), PaneId(2));
+        s.want(a, e);
+        s.want(b, e);
+        // `a` is inside a synchronized update until 300 ms: only `b` goes.
+        let held = |id: PaneId| (id == a).then_some(e + ms(300));
+        assert_eq!(s.start(e + ms(40), held), [b]);
+        s.finish([b]);
+        assert_eq!(s.next_deadline(), Some(e + ms(300)), "the hold's end");
+        assert!(s.is_pending(a));
+        assert!(s.start(e + ms(200), held).is_empty());
+        // The hold ends (or the frame's end came as output and asked again).
+        assert_eq!(s.start(e + ms(300), held), [a]);
+        s.finish([a]);
+        // A hold that has passed holds nothing.
+        s.want(a, e + ms(1000));
+        assert_eq!(s.start(e + ms(1040), held), [a]);
     }
 }

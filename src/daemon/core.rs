@@ -230,7 +230,14 @@ impl Daemon {
         if relist {
             self.start_relist();
         }
-        let round = self.captures.start(t);
+        // A pane inside a synchronized update is captured once it ends (or its hold does);
+        // one its model serves is looked at as its last whole frame (`serve_models`).
+        let (panes, every) = (&self.panes, self.model_check_every());
+        let round = self.captures.start(t, |id| {
+            let p = panes.get(&id)?;
+            let served = p.model.as_ref().is_some_and(|m| m.serves(t, every));
+            p.sync.held_until(t).filter(|_| !served)
+        });
         if !round.is_empty() {
             let rest = self.serve_models(now, &round);
             self.start_captures(&rest);

@@ -55,6 +55,7 @@ mod shutdown;
 mod snapshot;
 mod status_line;
 mod status_options;
+mod sync_update;
 mod terminal;
 mod windows;
 

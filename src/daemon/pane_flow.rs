@@ -44,7 +44,7 @@ impl Daemon {
                             p.model = size.map(|(rows, cols)| ScreenModel::new(rows, cols));
                         }
                         if let Some(m) = &mut p.model {
-                            m.feed(raw);
+                            m.feed(raw, out.frame_began, p.sync.is_open());
                         }
                     }
                     // Bytes the model cannot follow (a control client's copy can be paused).
@@ -452,11 +452,16 @@ impl Daemon {
         self.captures.finish(captured);
     }
 
+    /// How long a verified screen model serves looks before a capture checks it.
+    pub(super) fn model_check_every(&self) -> Duration {
+        Duration::from_millis(self.config.config.screen_model_check_ms)
+    }
+
     /// The panes of a capture round whose verified screen model serves the look: each is
     /// classified now, from its model, and has the capture that checks the model scheduled.
     /// Returns the others, to capture.
     pub(super) fn serve_models(&mut self, now: Now, round: &[PaneId]) -> Vec<PaneId> {
-        let every = Duration::from_millis(self.config.config.screen_model_check_ms);
+        let every = self.model_check_every();
         let mut rest = Vec::with_capacity(round.len());
         let mut served = Vec::new();
         for &id in round {
@@ -468,7 +473,13 @@ impl Daemon {
                 rest.push(id);
                 continue;
             };
-            let (screen, due) = (m.serve(), m.check_due(every));
+            // Inside a synchronized update, the last whole frame; the screen as it is once the
+            // hold ends, if the update has not ended by then.
+            let held = p.sync.held_until(now.at);
+            let (screen, due) = (m.serve(held.is_some()), m.check_due(every));
+            if let Some(at) = held {
+                self.captures.want_at(id, at);
+            }
             let _span = tracing::info_span!("pane", pane = %id).entered();
             let fx = p.classify(now.at, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);

@@ -11,6 +11,7 @@ use super::prober::Probed;
 use super::recent::RecentSignals;
 use super::redraw::RedrawGate;
 use super::screen_model::ScreenModel;
+use super::sync_update::SyncUpdate;
 use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
@@ -59,6 +60,8 @@ pub struct PaneEntry {
     pub redraw: RedrawGate,
     /// The terminal model of an agent pane read through its pipe (see `super::screen_model`).
     pub model: Option<ScreenModel>,
+    /// A frame the program is drawing as a synchronized update: looks wait for its end.
+    pub sync: SyncUpdate,
     /// Its bytes carried a signal other than a title (a report, a value, progress, a prompt
     /// mark, a notification): they are always read.
     bytes_matter: bool,
@@ -96,6 +99,9 @@ pub struct OutputOutcome {
     pub title_changed: bool,
     /// Notifications the program sent itself (OSC 9, 777, 99), in order.
     pub notes: Vec<ProgramNotification>,
+    /// Where in a pipe's bytes the synchronized update still open after them began, when it
+    /// began in them (see `super::sync_update`).
+    pub frame_began: Option<usize>,
 }
 
 /// The program in a pane's foreground (not its shell), by process group.
@@ -121,6 +127,7 @@ impl PaneEntry {
             flood: FloodGate::new(flood_limit),
             redraw: RedrawGate::default(),
             model: None,
+            sync: SyncUpdate::default(),
             bytes_matter: false,
             drift: Drift::default(),
             agent_version: None,
@@ -363,7 +370,18 @@ impl PaneEntry {
             out.probe = true;
         }
         // Text with no ESC is not even un-escaped (see `PaneBytes::to_scan`).
-        let Some(raw) = data.to_scan(self.signals.is_idle()) else {
+        let scan = data.to_scan(self.signals.is_idle());
+        if self.wants_capture() {
+            // All of a pipe's bytes: a mark cut by the read continues in text with no ESC.
+            match (data, &scan) {
+                (PaneBytes::Raw(all), _) => out.frame_began = self.sync.feed(now.at, all),
+                (PaneBytes::Escaped(_), Some(from_esc)) => {
+                    self.sync.feed(now.at, from_esc);
+                }
+                (PaneBytes::Escaped(_), None) => {}
+            }
+        }
+        let Some(raw) = scan else {
             return out;
         };
         let title_before = self.signals.title().map(str::to_string);
@@ -438,6 +456,7 @@ impl PaneEntry {
     /// half open must not swallow what follows.
     pub fn output_skipped(&mut self) {
         self.signals.reset_scanner();
+        self.sync.reset();
     }
 
     /// Tells the tracker the status report in force now.

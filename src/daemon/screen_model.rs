@@ -93,6 +93,8 @@ pub struct ScreenModel {
     cols: u16,
     trust: Trust,
     counts: ModelCounts,
+    /// The screen as the synchronized update still open began: the last whole frame.
+    frame: Option<String>,
 }
 
 impl std::fmt::Debug for ScreenModel {
@@ -119,6 +121,7 @@ impl ScreenModel {
             cols,
             trust: Trust::Unsynced,
             counts: ModelCounts::default(),
+            frame: None,
         }
     }
 
@@ -156,9 +159,21 @@ impl ScreenModel {
         })
     }
 
-    /// The pane wrote these bytes.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        self.parser.process(bytes);
+    /// The pane wrote these bytes. `frame_began`: where in them a synchronized update began
+    /// that is still open after them (the screen there is the last whole frame, kept for looks
+    /// until the update ends); `open`: whether one is open after them.
+    pub fn feed(&mut self, bytes: &[u8], frame_began: Option<usize>, open: bool) {
+        match frame_began.filter(|at| *at <= bytes.len()) {
+            Some(at) => {
+                self.parser.process(&bytes[..at]);
+                self.frame = Some(self.text());
+                self.parser.process(&bytes[at..]);
+            }
+            None => self.parser.process(bytes),
+        }
+        if !open {
+            self.frame = None;
+        }
     }
 
     /// Bytes of the pane never reached the model.
@@ -194,10 +209,14 @@ impl ScreenModel {
         !matches!(self.trust, Trust::Verified(_))
     }
 
-    /// A look served from the model: its screen as a capture shows it, lines trimmed.
-    pub fn serve(&mut self) -> String {
+    /// A look served from the model: its screen as a capture shows it, lines trimmed; with
+    /// `framed`, the last whole frame when the program is drawing the next one.
+    pub fn serve(&mut self, framed: bool) -> String {
         self.counts.served += 1;
-        self.text()
+        match &self.frame {
+            Some(f) if framed => f.clone(),
+            _ => self.text(),
+        }
     }
 
     /// Its screen: each line as `capture-pane -J` joins wrapped rows, trailing blanks dropped

@@ -73,7 +73,7 @@ fn the_model_fed_a_recording_shows_the_screens_tmux_showed() {
     for (raw, frames) in recordings() {
         for f in &frames {
             let mut m = ScreenModel::new(40, 120);
-            m.feed(&raw[..f.offset.min(raw.len())]);
+            m.feed(&raw[..f.offset.min(raw.len())], None, false);
             all += 1;
             same += usize::from(shows(&m, f));
         }
@@ -94,7 +94,11 @@ fn a_model_seeded_from_a_capture_follows_the_bytes_that_come_after_it() {
             let now = Instant::now();
             assert_eq!(m.check(now, &a.screen, Some(a.cursor)), Checked::Seeded);
             assert_eq!(screen_lines(&m.text()), screen_lines(&a.screen));
-            m.feed(&raw[a.offset.min(raw.len())..b.offset.min(raw.len())]);
+            m.feed(
+                &raw[a.offset.min(raw.len())..b.offset.min(raw.len())],
+                None,
+                false,
+            );
             all += 1;
             same += usize::from(shows(&m, b));
         }
@@ -118,14 +122,14 @@ fn only_a_model_a_capture_confirmed_serves_and_only_until_its_check_is_due() {
     // An unsynced model is seeded even when the capture happens to match.
     assert_eq!(m.check(t0, "", Some(cursor)), Checked::Seeded);
     assert!(!m.serves(t0, EVERY), "a seed alone is not trusted");
-    m.feed(b"hello");
+    m.feed(b"hello", None, false);
     assert_eq!(m.text(), "\n     hello");
     assert_eq!(m.check(t0, "\n     hello\n\n", None), Checked::Matched);
     assert!(m.serves(t0 + EVERY - Duration::from_millis(1), EVERY));
     assert!(!m.serves(t0 + EVERY, EVERY));
     assert_eq!(m.check_due(EVERY), Some(t0 + EVERY));
     assert!(!m.wants_cursor());
-    assert_eq!(m.serve(), "\n     hello");
+    assert_eq!(m.serve(false), "\n     hello");
     // A capture that differs withdraws the trust; with no cursor state it cannot seed.
     assert_eq!(m.check(t0, "other", None), Checked::Unsynced);
     assert!(!m.serves(t0, EVERY));
@@ -159,13 +163,13 @@ fn a_seed_keeps_wrapped_lines_joined_the_cursor_the_region_and_the_alternate_scr
     );
     assert_eq!(m.text(), format!("top\n{long}\nend"));
     // The cursor is where tmux said: writing goes on from there.
-    m.feed(b"Z");
+    m.feed(b"Z", None, false);
     assert_eq!(m.text(), format!("top\n{long}\nendZ"));
     // A line feed at the region's last row (2) scrolls rows 0 to 2 only: the last row stays.
-    m.feed(b"\x1b[3;1H\n");
+    m.feed(b"\x1b[3;1H\n", None, false);
     assert_eq!(m.text(), format!("{long}\n\nendZ"));
     // Leaving the alternate screen shows the main one, which the seed never saw.
-    m.feed(b"\x1b[?1049l");
+    m.feed(b"\x1b[?1049l", None, false);
     assert_eq!(m.text(), "");
 }
 
@@ -182,4 +186,20 @@ fn cursor_states_are_parsed_from_what_tmux_answers() {
     );
     assert_eq!(CursorState::parse("1 2 0 0"), None);
     assert_eq!(CursorState::parse("x 2 0 0 3"), None);
+}
+
+#[test]
+fn a_look_inside_a_synchronized_update_reads_the_last_whole_frame() {
+    let mut m = ScreenModel::new(3, 20);
+    m.feed(b"old frame", None, false);
+    // The next frame begins at byte 9 of this read and does not end in it.
+    m.feed(b"\x1b[2J\x1b[H\x1b[?2026h\x1b[2J\x1b[Hhalf", Some(9), true);
+    assert_eq!(m.serve(true), "", "the screen as the update began: cleared");
+    assert_eq!(m.serve(false), "half", "past the hold: as it is");
+    // More of it, still open: the same frame is kept.
+    m.feed(b" more", None, true);
+    assert_eq!(m.serve(true), "");
+    // It ends: looks read the screen again.
+    m.feed(b"\x1b[?2026l", None, false);
+    assert_eq!(m.serve(true), "half more");
 }
