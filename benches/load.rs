@@ -452,11 +452,12 @@ fn print_score(who: &str, s: &Score) {
     }
     for (agent, v) in &s.by_agent {
         println!(
-            "  - {agent}: n={} p50 {} p95 {} max {}",
+            "  - {agent}: n={} p50 {} p95 {} max {}; {} state changes reported",
             v.len(),
             ms(pct(v, 0.5)),
             ms(pct(v, 0.95)),
-            ms(v.last().copied())
+            ms(v.last().copied()),
+            s.reported.get(agent).copied().unwrap_or(0)
         );
     }
     let slow: Vec<String> = s

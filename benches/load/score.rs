@@ -26,6 +26,11 @@ pub struct Score {
     /// Detections that came before the labelled write began (a status report sent ahead of
     /// the screen it belongs to): scored as 0 ms.
     pub early: usize,
+    /// State changes the observer reported on each agent's panes, labelled or not. The
+    /// recordings pass through states between their labelled frames, so this is more than
+    /// the labelled transitions; replays being the same, more here means changes that were
+    /// not on the screen (a look at a half-drawn frame).
+    pub reported: BTreeMap<String, usize>,
 }
 
 impl Score {
@@ -39,6 +44,9 @@ impl Score {
             self.by_agent.entry(k).or_default().extend(v);
         }
         self.missed.extend(other.missed);
+        for (k, n) in other.reported {
+            *self.reported.entry(k).or_default() += n;
+        }
         self.total += other.total;
         self.early += other.early;
         self.sort();
@@ -95,6 +103,10 @@ pub fn score(
     end_ms: u64,
 ) -> Score {
     let mut s = Score::default();
+    for (pane, (agent, _)) in trans {
+        let n = detections.iter().filter(|(_, dp, _)| dp == pane).count();
+        *s.reported.entry(agent.clone()).or_default() += n;
+    }
     for (pane, (agent, list)) in trans {
         for (i, (t, state, label)) in list.iter().enumerate() {
             s.total += 1;

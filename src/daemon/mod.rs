@@ -28,8 +28,11 @@
 //! - [`drive`]: `read`, `send` and `start` requests, answered off the core loop;
 //! - [`pane_drift`]: the drift alarm fed by each verdict;
 //! - [`ruleset`]: the rules in force and what the overrides folder held;
+//! - [`sync_update`]: per agent pane, whether its program is drawing a frame (mode 2026), so
+//!   looks read the last whole one;
 //! - [`snapshot`]: builds `agents --json` from the above; [`ipc_server`]: the socket;
-//!   [`doctor`]: what `doctor` asks the daemon.
+//!   [`requests`]: what each request asks and is answered; [`doctor`]: what `doctor` asks the
+//!   daemon.
 
 mod bus;
 mod capture;
@@ -49,6 +52,7 @@ mod panes;
 mod prober;
 mod recent;
 mod redraw;
+mod requests;
 mod ruleset;
 mod screen_model;
 mod shutdown;

@@ -475,7 +475,7 @@ impl Daemon {
             };
             // Inside a synchronized update, the last whole frame; the screen as it is once the
             // hold ends, if the update has not ended by then.
-            let held = p.sync.held_until(now.at);
+            let held = p.sync.frame_until(now.at);
             let (screen, due) = (m.serve(held.is_some()), m.check_due(every));
             if let Some(at) = held {
                 self.captures.want_at(id, at);

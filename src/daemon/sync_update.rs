@@ -7,12 +7,16 @@
 //!
 //! Pi, Codex and OpenCode wrap every frame in one. Each is one `write` of the program, but tmux
 //! reads a pane 4 KiB at a time and a busy machine can hand the daemon a frame in two reads, so
-//! the daemon holds the looks at a pane while one of its updates is open: until the update ends
-//! (its bytes come as output, which asks for a look anyway) or [`HOLD`] has passed since it
-//! began, as terminals do, so a program that never ends one is still seen.
+//! a look at a pane while one of its updates is open reads the last whole frame (from the
+//! screen model, which keeps it: [`SyncUpdate::frame_until`]) or, when it must capture, waits
+//! until the update ends (its bytes come as output, which asks for a look anyway):
+//! [`SyncUpdate::held_until`]. Either for at most [`HOLD`], as terminals do, so a program that
+//! never ends one is still seen. A capture waits at most [`HOLD`] however many frames follow
+//! each other, each read ending in the next one: a program drawing without pause, its frames
+//! cut by tmux's reads, is still captured.
 //!
 //! Per pane, pure, clock-injected: [`SyncUpdate::feed`] with the pane's bytes (as the program
-//! wrote them), [`SyncUpdate::held_until`] when a look is due.
+//! wrote them), the two holds when a look is due.
 
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
@@ -34,6 +38,8 @@ static FINDER: LazyLock<FinderRev<'static>> = LazyLock::new(|| FinderRev::new(PR
 pub struct SyncUpdate {
     /// When the open update began (as the daemon read it).
     since: Option<Instant>,
+    /// Since when every read has ended inside an update (the first of the frames since).
+    run_since: Option<Instant>,
     /// The last bytes of the previous feed, when they could begin a sequence cut by the read.
     tail: Vec<u8>,
 }
@@ -45,22 +51,21 @@ impl SyncUpdate {
     /// the last whole frame.
     pub fn feed(&mut self, now: Instant, bytes: &[u8]) -> Option<usize> {
         // A mark cut by the last read comes before any in `bytes`.
+        let mut crossed_begin = false;
         match self.across(bytes) {
             Some(false) => self.since = None,
-            Some(true) if self.since.is_none() && last_mark(bytes).is_none() => {
-                self.since = Some(now);
-                self.keep_tail(bytes);
-                return Some(0);
-            }
-            _ => {}
+            Some(true) => crossed_begin = self.since.is_none(),
+            None => {}
         }
         let began = match last_mark(bytes) {
+            None if crossed_begin => Some(0),
             Some(Mark { begin: true, .. }) => match last_end(bytes) {
                 // Ended, and another began after the end: at the first begin after it.
                 Some(end) => first_begin(&bytes[end..]).map(|b| end + b),
                 // Open from before: a begin while one is open changes nothing, so the hold
                 // is bounded from the first.
                 None if self.since.is_some() => None,
+                None if crossed_begin => Some(0),
                 None => first_begin(bytes),
             },
             Some(Mark { begin: false, .. }) => {
@@ -72,6 +77,11 @@ impl SyncUpdate {
         if began.is_some() {
             self.since = Some(now);
         }
+        if self.since.is_some() {
+            self.run_since.get_or_insert(now);
+        } else {
+            self.run_since = None;
+        }
         self.keep_tail(bytes);
         began
     }
@@ -81,15 +91,24 @@ impl SyncUpdate {
         self.since.is_some()
     }
 
-    /// Until when a look at the pane waits (an update is open and began less than [`HOLD`]
-    /// ago); `None`: look now.
-    pub fn held_until(&self, now: Instant) -> Option<Instant> {
+    /// Until when a look at the pane reads the last whole frame (an update is open and began
+    /// less than [`HOLD`] ago); `None`: the screen as it is.
+    pub fn frame_until(&self, now: Instant) -> Option<Instant> {
         self.since.map(|s| s + HOLD).filter(|until| *until > now)
+    }
+
+    /// Until when a capture of the pane waits (every read for less than [`HOLD`] has ended
+    /// inside an update); `None`: capture now.
+    pub fn held_until(&self, now: Instant) -> Option<Instant> {
+        self.run_since
+            .map(|s| s + HOLD)
+            .filter(|until| *until > now)
     }
 
     /// The pane's bytes were lost or its program changed: nothing is known to be open.
     pub fn reset(&mut self) {
         self.since = None;
+        self.run_since = None;
         self.tail.clear();
     }
 
@@ -210,17 +229,23 @@ mod tests {
         let mut two = b"\x1b[?2026hB".to_vec();
         assert_eq!(s.feed(t0, &two), Some(0));
         two = b"B\x1b[?2026l\x1b[?2026hC".to_vec();
-        assert_eq!(s.feed(ms(t0, 600), &two), Some(9));
+        assert_eq!(s.feed(ms(t0, 400), &two), Some(9));
         assert_eq!(
-            s.held_until(ms(t0, 600)),
-            Some(ms(t0, 1100)),
-            "the new frame's hold"
+            s.frame_until(ms(t0, 400)),
+            Some(ms(t0, 900)),
+            "the new frame's"
         );
+        // A capture waits from the first of the frames that followed each other.
+        assert_eq!(s.held_until(ms(t0, 400)), Some(ms(t0, 500)));
+        assert_eq!(s.held_until(ms(t0, 500)), None);
         // More of it: still the same frame.
         assert_eq!(s.feed(ms(t0, 700), b"CC\x1b[?2026h"), None);
         assert!(s.is_open());
+        assert_eq!(s.frame_until(ms(t0, 700)), Some(ms(t0, 900)));
         assert_eq!(s.feed(ms(t0, 800), b"C\x1b[?2026l"), None);
         assert!(!s.is_open());
+        assert_eq!(s.held_until(ms(t0, 800)), None);
+        assert_eq!(s.frame_until(ms(t0, 800)), None);
         assert_eq!(s.feed(ms(t0, 900), b"text \x1b[?2026hD"), Some(5));
     }
 
