@@ -427,6 +427,34 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
             c.killed.load(std::sync::atomic::Ordering::Relaxed)
         );
     }
+    for (k, kind) in kinds.iter().enumerate() {
+        if matches!(kind, Kind::Poller) {
+            continue;
+        }
+        print_warnings(&kind.label(), wins.iter().filter(|w| w.kind == Some(k)));
+    }
+}
+
+/// What a sidecar logged at warning level or above over its windows: how many lines, how many
+/// of them drift alarms (its rules stopped recognising a replayed agent), and the first few.
+fn print_warnings<'a>(who: &str, wins: impl Iterator<Item = &'a Window>) {
+    let lines: Vec<&str> = wins
+        .flat_map(|w| w.warnings.iter().map(String::as_str))
+        .collect();
+    let drift = lines
+        .iter()
+        .filter(|l| l.contains("pane unrecognised"))
+        .count();
+    println!(
+        "- {who}: logged {} warning(s) or error(s), {drift} of them drift alarms",
+        lines.len()
+    );
+    for l in lines.iter().take(3) {
+        // Without the timestamp; long lines cut.
+        let l = l.split_once(' ').map_or(*l, |(_, rest)| rest.trim_start());
+        let cut: String = l.chars().take(200).collect();
+        println!("  - {cut}");
+    }
 }
 
 fn print_score(who: &str, s: &Score) {

@@ -44,6 +44,8 @@ pub struct Running {
     events: Option<(Child, std::thread::JoinHandle<usize>)>,
     detections: Arc<Mutex<Vec<Detection>>>,
     poll_log: Option<PathBuf>,
+    /// Where the sidecar's warnings go (its stderr at `THINKTERM_LOG=warn`).
+    log: Option<PathBuf>,
     /// From the start of the process to the first complete classification of every pane
     /// (sidecar) or the end of its first sweep (poller).
     pub startup: Option<Duration>,
@@ -53,6 +55,8 @@ pub struct Running {
 /// What an observer left when it was stopped.
 pub struct Stopped {
     pub detections: Vec<Detection>,
+    /// The sidecar's warning and error lines, as it logged them.
+    pub warnings: Vec<String>,
     pub rss_kb: u64,
     pub children: usize,
     pub children_rss_kb: u64,
@@ -128,7 +132,8 @@ pub fn start(load: &Load, kind: &Kind, tag: &str) -> Running {
 
 fn start_sidecar(load: &Load, bin: &Path, tag: &str) -> Running {
     let env = SidecarEnv::new(&load.dir, tag, bin);
-    let log = std::fs::File::create(load.dir.join(format!("sidecar-{tag}.log"))).expect("log");
+    let log_path = load.dir.join(format!("sidecar-{tag}.log"));
+    let log = std::fs::File::create(&log_path).expect("log");
     let started = Instant::now();
     let daemon = env
         .cmd(&load.server, &["run"])
@@ -184,6 +189,7 @@ fn start_sidecar(load: &Load, bin: &Path, tag: &str) -> Running {
         events: Some((events, reader)),
         detections,
         poll_log: None,
+        log: Some(log_path),
         startup,
         note,
     }
@@ -221,6 +227,7 @@ fn start_poller(load: &Load, tag: &str) -> Running {
         events: None,
         detections: Arc::default(),
         poll_log: Some(log),
+        log: None,
         startup,
         note: String::new(),
     }
@@ -270,8 +277,20 @@ pub fn stop(mut r: Running) -> Stopped {
             .collect(),
         None => r.detections.lock().map(|v| v.clone()).unwrap_or_default(),
     };
+    let warnings = r
+        .log
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| {
+            t.lines()
+                .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     Stopped {
         detections,
+        warnings,
         rss_kb,
         children: kids.len(),
         children_rss_kb,

@@ -39,6 +39,9 @@ pub struct Window {
     pub person_bytes: u64,
     pub startup: Option<Duration>,
     pub score: Option<Score>,
+    /// The sidecar's warning and error lines in the window (a drift alarm among them says its
+    /// rules stopped recognising a replayed agent).
+    pub warnings: Vec<String>,
     pub load_avg: f64,
     pub note: String,
 }
@@ -132,6 +135,7 @@ pub fn run(
             person_bytes,
             startup: None,
             score: None,
+            warnings: Vec::new(),
             load_avg: (load0 + load_average()) / 2.0,
             note: String::new(),
         };
@@ -141,6 +145,7 @@ pub fn run(
             w.obs_rss_kb = stopped.rss_kb;
             w.obs_children = stopped.children;
             w.obs_children_rss_kb = stopped.children_rss_kb;
+            w.warnings = stopped.warnings;
             w.note = stopped.note;
             let kind = &kinds[*k];
             let trans = transitions(

@@ -5,8 +5,11 @@
 //!
 //! - no rule of its manifest matches for [`DriftConfig::unmatched_for`] while its screen keeps
 //!   changing ([`DriftConfig::min_changes`] times or more within that time); or
-//! - its verdict flips between states faster than real agents do: more than
-//!   [`DriftConfig::max_flips`] state changes within [`DriftConfig::flip_window`].
+//! - the states its rules decide flip faster than real agents do: more than
+//!   [`DriftConfig::max_flips`] state changes within [`DriftConfig::flip_window`]. A screen no
+//!   rule matches is no state here (the idle fallback decided it): a look that caught a frame
+//!   half drawn, between two working frames, is not two flips; a layout the rules lost is
+//!   what the first cause watches.
 //!
 //! It clears once rules match again, without flipping, for [`DriftConfig::clear_after`].
 //! Pure and clock-injected: the daemon feeds it from the place verdicts are made and reads
@@ -151,7 +154,7 @@ impl Drift {
 
     /// Takes one classification made at `now`; says when the mark is raised or cleared.
     pub fn observe(&mut self, now: Instant, obs: Observation) -> Option<DriftChange> {
-        if let Some(s) = obs.state {
+        if let Some(s) = obs.state.filter(|_| !obs.fallback) {
             if self.last_state.is_some_and(|l| l != s) {
                 if self.flips.len() == MAX_KEPT {
                     self.flips.pop_front();
@@ -365,6 +368,32 @@ mod tests {
             d.observe(ms(24_000), obs(false, false, IDLE)),
             Some(DriftChange::Cleared)
         );
+    }
+
+    /// Found in the scale run: a replayed Kimi Code pane, whose frames tmux's reads cut, was
+    /// flagged (11 changes in 15 s) while it went through a real prompt: working, a half-drawn
+    /// frame no rule matched, working again counted as two flips each time.
+    #[test]
+    fn a_half_drawn_frame_between_two_of_one_state_is_not_a_flip() {
+        let t0 = Instant::now();
+        let mut d = Drift::default();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        for i in 0..30u64 {
+            let o = if i % 2 == 0 {
+                obs(true, false, WORK)
+            } else {
+                obs(true, true, IDLE)
+            };
+            assert_eq!(d.observe(ms(i * 500), o), None, "step {i}");
+        }
+        assert_eq!(d.unrecognised(), None);
+        // The same pace between two states its rules decide is flapping.
+        let mut raised = false;
+        for i in 30..45u64 {
+            let st = if i % 2 == 0 { WORK } else { IDLE };
+            raised |= d.observe(ms(i * 500), obs(true, false, st)).is_some();
+        }
+        assert!(raised);
     }
 
     #[test]
