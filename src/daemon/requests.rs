@@ -189,17 +189,8 @@ impl Daemon {
     /// Every pane and window now: this computer's and every connected machine's.
     pub(super) fn snapshot(&self, now: Now) -> Reply {
         let (panes, windows) = self.machines.rows();
-        snapshot::build(
+        self.snapshot_with(
             now,
-            snapshot::Shown {
-                mark: &|w| self.shown_mark(w),
-                shows: &|p| self.pane_shows(p),
-                clients: self.nested.clients.clone(),
-            },
-            self.window_rows(now),
-            self.inventory(),
-            &self.panes,
-            &self.rules.catalog,
             snapshot::Machines {
                 local: &self.machines.local_name,
                 panes,
@@ -211,6 +202,19 @@ impl Daemon {
 
     /// This computer's panes and windows only (what a follower gets).
     pub(super) fn local_snapshot(&self, now: Now) -> Reply {
+        self.snapshot_with(
+            now,
+            snapshot::Machines {
+                local: &self.machines.local_name,
+                panes: Vec::new(),
+                windows: Vec::new(),
+                list: Vec::new(),
+            },
+        )
+    }
+
+    /// This computer's panes and windows, with `machines`' beside them.
+    fn snapshot_with(&self, now: Now, machines: snapshot::Machines<'_>) -> Reply {
         snapshot::build(
             now,
             snapshot::Shown {
@@ -222,12 +226,7 @@ impl Daemon {
             self.inventory(),
             &self.panes,
             &self.rules.catalog,
-            snapshot::Machines {
-                local: &self.machines.local_name,
-                panes: Vec::new(),
-                windows: Vec::new(),
-                list: Vec::new(),
-            },
+            machines,
         )
     }
 }
