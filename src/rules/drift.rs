@@ -370,7 +370,7 @@ mod tests {
         );
     }
 
-    /// Found in the scale run: a replayed Kimi Code pane, whose frames tmux's reads cut, was
+    /// Found in the scale run: a replayed Kimi Code pane, whose frames the replay cut, was
     /// flagged (11 changes in 15 s) while it went through a real prompt: working, a half-drawn
     /// frame no rule matched, working again counted as two flips each time.
     #[test]
