@@ -7,7 +7,7 @@
 //!
 //! Who owns what:
 //! - [`core`]: the [`core::Daemon`] that holds the owners below and dispatches; its
-//!   [`core::Link`] owns the observer and how the next one is sought (backoff, re-list);
+//!   [`link::Link`] owns the observer and how the next one is sought (backoff, re-list);
 //! - [`panes`]: per pane, its first process, foreground, identity, screen, verdict, signals and
 //!   state machine;
 //! - [`capture`]: which panes need a capture, when each was captured, the next round;
