@@ -9,7 +9,8 @@
 //!
 //! `cargo bench --bench load [-- OPTIONS]`:
 //! - `--scale`: the scale run (210 panes in 40 sessions, 20 agents of every recording) instead
-//!   of the 50-pane load;
+//!   of the 50-pane load; `--idle N`: an idle server of N shells in 40 sessions (nothing
+//!   written anywhere; add `--no-poller` or `--ab`, the poller is costly there);
 //! - `--window SECS` (also `--duration`, `LOAD_DURATION`), `--rounds N`, `--quick`
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
 //! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
@@ -59,6 +60,7 @@ const AGENT_COMMANDS: [&str; 7] = [
 
 struct Options {
     scale: bool,
+    idle: Option<usize>,
     window: Duration,
     rounds: usize,
     ab: Option<PathBuf>,
@@ -76,6 +78,7 @@ fn options(args: &[String]) -> Options {
     let mut rounds = None;
     let mut o = Options {
         scale: false,
+        idle: None,
         window: Duration::ZERO,
         rounds: 0,
         ab: None,
@@ -89,6 +92,9 @@ fn options(args: &[String]) -> Options {
             "--quick" => quick = true,
             "--hold" => o.hold = true,
             "--scale" => o.scale = true,
+            "--idle" => {
+                o.idle = Some(it.next().and_then(|v| v.parse().ok()).expect("--idle PANES"))
+            }
             "--no-poller" => o.poller = false,
             "--window" | "--duration" => {
                 window = Some(
@@ -166,7 +172,9 @@ fn main() {
         _ => {}
     }
     let o = options(&args);
-    let spec = if o.scale {
+    let spec = if let Some(n) = o.idle {
+        world::idle(n)
+    } else if o.scale {
         world::scale()
     } else {
         world::standard()
@@ -208,21 +216,25 @@ fn main() {
     }
     let tck = meter::clk_tck();
     let mut load = world::build(tmp.path(), &spec);
-    let want = spec.agents.len() + 1 + spec.shells;
+    let want = spec.agents.len() + usize::from(spec.stream_rate > 0) + spec.shells;
     assert!(
         load.static_panes.len() >= want,
         "load did not start: {} panes of {want}",
         load.static_panes.len()
     );
     println!(
-        "load ({}): tmux -L {} with {} panes in {} sessions ({} fake agents: {}; 1 streaming pane at {} KiB/s; {} idle shells; a person's client showing s0){}; {} round(s) of {:.0} s windows",
+        "load ({}): tmux -L {} with {} panes in {} sessions ({} fake agents: {}; {}; {} idle shells; a person's client showing s0){}; {} round(s) of {:.0} s windows",
         spec.name,
         load.server,
         load.static_panes.len(),
         spec.sessions,
         spec.agents.len(),
         agent_mix(&load),
-        spec.stream_rate / 1024,
+        if spec.stream_rate > 0 {
+            format!("1 streaming pane at {} KiB/s", spec.stream_rate / 1024)
+        } else {
+            "no streaming pane".into()
+        },
         spec.shells,
         if spec.churn { "; a session created every 2 s and the one from 6 s before killed" } else { "" },
         o.rounds,

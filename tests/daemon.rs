@@ -1160,6 +1160,35 @@ fn focus_answers_after_tmux_and_reports_a_refusal() {
     drop(d);
 }
 
+/// A program started in a pane is seen from the pane's own bytes, in whatever session: the
+/// shell's echo of the line that started it asks for a look at the pane's foreground a moment
+/// later (tmux's world subscription no longer reads every pane's command once a second). The
+/// slow timer is out of the way (an hour), so only that look can find these. A program the
+/// shell `exec`s keeps the job and the process: the look tells it by the leader's name.
+#[test]
+fn a_program_started_in_any_session_is_seen_after_its_shell_s_echo() {
+    let mut tmux = Tmux::new();
+    let mut env = Env::new();
+    env.vars
+        .push(("THINKTERM_PROBE_INTERVAL_S".into(), "3600".into()));
+    tmux.new_session("first", None);
+    let job = tmux.new_session("other", None);
+    let exec = tmux.new_window("other", None);
+    // No window is renamed after its program (a rename is a re-list, which reads tmux's name).
+    tmux.cmd(&["set-option", "-g", "automatic-rename", "off"]);
+    let d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    for pane in [&job, &exec] {
+        env.wait_row(&tmux, pane, "fg_process", "bash", 10);
+    }
+    tmux.type_line(&job, "sleep 300");
+    tmux.type_line(&exec, "exec sleep 301");
+    // About a second after the echo at the latest; the deadline only bounds a failure.
+    env.wait_row(&tmux, &job, "fg_process", "sleep", 5);
+    env.wait_row(&tmux, &exec, "fg_process", "sleep", 5);
+    drop(d);
+}
+
 /// With pipes, one control client watches the whole server. A change tmux tells only a
 /// session's own clients (here a silent `respawn-pane` in another session: no byte written) is
 /// still seen, through the world subscription; when the session our client is on is killed,

@@ -132,7 +132,7 @@ pub struct Spec {
     /// One per session, from the first.
     pub agents: Vec<AgentKind>,
     pub shells: usize,
-    /// The streaming pane's bytes per second.
+    /// The streaming pane's bytes per second (0: no streaming pane).
     pub stream_rate: u64,
     /// Sessions created and killed all along.
     pub churn: bool,
@@ -172,6 +172,19 @@ pub fn scale() -> Spec {
         shells: 210 - 21,
         stream_rate: 1 << 20,
         churn: true,
+    }
+}
+
+/// An idle server: `panes` shells in 40 sessions (fewer for fewer panes), nothing written
+/// anywhere: what watching a server costs while its agents wait.
+pub fn idle(panes: usize) -> Spec {
+    Spec {
+        name: "idle",
+        sessions: panes.clamp(1, 40),
+        agents: Vec::new(),
+        shells: panes.max(1),
+        stream_rate: 0,
+        churn: false,
     }
 }
 
@@ -274,21 +287,25 @@ pub fn build(dir: &Path, spec: &Spec) -> Load {
     }
     let stream_session = format!("s{}", spec.agents.len() % spec.sessions);
     let stream_cmd = format!("exec '{}' --stream {}", exe.display(), spec.stream_rate);
-    let stream = tmux(
-        &server,
-        &[
-            "new-window",
-            "-d",
-            "-t",
-            &stream_session,
-            "-P",
-            "-F",
-            "#{pane_id}",
-            &stream_cmd,
-        ],
-    )
-    .trim()
-    .to_string();
+    let stream = if spec.stream_rate == 0 {
+        String::new()
+    } else {
+        tmux(
+            &server,
+            &[
+                "new-window",
+                "-d",
+                "-t",
+                &stream_session,
+                "-P",
+                "-F",
+                "#{pane_id}",
+                &stream_cmd,
+            ],
+        )
+        .trim()
+        .to_string()
+    };
     // Sessions without an agent already have a shell.
     let mut shells = spec.sessions.saturating_sub(spec.agents.len());
     let mut i = 0;

@@ -181,10 +181,14 @@ impl Daemon {
             .panes
             .values()
             .filter_map(|p| {
-                [p.tracker.next_deadline(), p.flood.next_deadline()]
-                    .into_iter()
-                    .flatten()
-                    .min()
+                [
+                    p.tracker.next_deadline(),
+                    p.flood.next_deadline(),
+                    p.look_due(),
+                ]
+                .into_iter()
+                .flatten()
+                .min()
             })
             .min();
         [
@@ -250,6 +254,21 @@ impl Daemon {
         }
         for pane in self.prober.due(t) {
             self.request_probe(now, pane);
+        }
+        let look: Vec<PaneId> = self
+            .panes
+            .iter()
+            .filter(|(_, p)| p.look_due().is_some_and(|d| d <= t))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in look {
+            if self
+                .panes
+                .get_mut(&id)
+                .is_some_and(|p| p.look_after_output(t))
+            {
+                self.request_probe(now, id);
+            }
         }
         if self.notifier.next_deadline().is_some_and(|d| d <= t) {
             self.send_due_notes(now);

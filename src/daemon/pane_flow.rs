@@ -274,9 +274,11 @@ impl Daemon {
         let Some(p) = self.panes.get_mut(&pane).filter(|p| p.pid == probed.pid) else {
             return;
         };
-        // tmux can name the program before the process that will run it has `exec`ed: ask again.
+        // tmux can name the program of a pane's first process (`respawn-pane 'node x.js'`)
+        // before that process has `exec`ed it: ask again. (A job's name in tmux is never ahead of
+        // its process, and tmux's name is as old as the last list.)
         match (tmux_command, probed.fg.leader().map(program_name)) {
-            (Some(tmux), Some(seen)) if tmux != seen => {
+            (Some(tmux), Some(seen)) if tmux != seen && probed.fg.at_shell => {
                 tracing::debug!(%pane, tmux, seen, "the probe saw another program than tmux names");
                 self.prober.disagreed(pane, probed.pid, now.at);
             }

@@ -21,7 +21,7 @@ use crate::pane::{
     ForegroundInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportSummary,
     ScreenVerdict, Tracker, UserVarReport,
 };
-use crate::process::foreground::{self, Foreground};
+use crate::process::foreground::{self, Foreground, Look};
 use crate::process::identify::{program_name, Identity, IdentityTable};
 use crate::rules::drift::Drift;
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
@@ -71,8 +71,10 @@ pub struct PaneEntry {
     pub agent_version: Option<String>,
     /// The screen and title the drift alarm saw last (a hash: it counts changes).
     pub(super) drift_seen: u64,
-    /// The children of the pane's first process at the last look (see `unchanged`).
-    children: String,
+    /// The cheap look at the last probe or look (see `unchanged`).
+    look: Look,
+    /// The first output not yet followed by a look at the foreground (see [`Self::look_due`]).
+    unlooked_output: Option<Instant>,
     /// A `THINKTERM_AGENT` value arrived since the last look at the foreground: it belongs to
     /// the program running now, whatever that look finds.
     var_since_look: bool,
@@ -85,7 +87,10 @@ pub struct PaneEntry {
 }
 
 /// Output leads to a look at a pane's foreground at most this often.
-pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(2);
+pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long after output its look comes, at the soonest: the shell echoes a typed command line
+/// before it starts the program, and a script `exec`s its interpreter after it starts.
+pub const LOOK_AFTER_OUTPUT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What a chunk of output asked of the daemon besides the tracker's effects.
 #[derive(Debug, Default)]
@@ -132,7 +137,8 @@ impl PaneEntry {
             drift: Drift::default(),
             agent_version: None,
             drift_seen: 0,
-            children: String::new(),
+            look: Look::default(),
+            unlooked_output: None,
             var_since_look: false,
             prompt_pending: false,
             unprobed: true,
@@ -212,7 +218,7 @@ impl PaneEntry {
         self.looked_at = Some(now.at);
         let before = program(&self.fg);
         self.fg = probed.fg;
-        self.children = probed.children;
+        self.look = probed.look;
         self.program_seen(before, program(&self.fg));
         let identity = if detection {
             table.identify(&self.fg.procs)
@@ -263,29 +269,48 @@ impl PaneEntry {
         fx
     }
 
-    /// A cheap look at the pane (two small reads: its first process's `stat` and children):
-    /// true when a full probe could find nothing new, because the foreground job and the first
-    /// process's children are those seen last, and either this is not the `slow` timer or the
-    /// pane's first process itself is in the foreground (a program can `exec` another within
-    /// its job, so the slow timer probes programs fully). A pane with a `THINKTERM_AGENT` value
-    /// is always probed: its authority depends on time.
+    /// A cheap look at the pane ([`foreground::look`]: two or three small reads): true when a
+    /// full probe could find nothing new, because the foreground job, its leader's name and
+    /// the first process's children are those seen last, and either this is not the `slow`
+    /// timer or the pane's first process itself is in the foreground (another member of a job
+    /// can `exec` a program, so the slow timer probes programs fully). A pane with a
+    /// `THINKTERM_AGENT` value is always probed: its authority depends on time.
     pub fn unchanged(&mut self, now: Instant, slow: bool) -> bool {
         if self.looked_at.is_none() || self.signals.user_var().is_some() {
             return false;
         }
-        let tpgid = foreground::tpgid(self.pid);
-        let same = (!slow || self.fg.at_shell || self.fg.tpgid.is_none())
-            && tpgid == self.fg.tpgid
-            && foreground::main_children(self.pid) == self.children;
-        if tpgid != self.fg.tpgid {
+        let look = foreground::look(self.pid);
+        let same = (!slow || self.fg.at_shell || self.fg.tpgid.is_none()) && look == self.look;
+        if look.tpgid != self.fg.tpgid {
             // Another job: the old program's value goes now, before the probe answers.
-            let after = tpgid.filter(|t| *t != self.pid);
+            let after = look.tpgid.filter(|t| *t != self.pid);
             self.program_seen(program(&self.fg), after);
         }
         if same {
             self.looked_at = Some(now);
         }
         same
+    }
+
+    /// When output asks for a look at the foreground ([`Self::look_after_output`]): the
+    /// first output since the last look, [`LOOK_AFTER_OUTPUT`] on, and at most every
+    /// [`PROBE_ON_OUTPUT`]. A program started in a pane is seen this way, whatever session
+    /// shows it: its shell echoed the line that started it, or it drew its screen.
+    pub fn look_due(&self) -> Option<Instant> {
+        let first = self.unlooked_output? + LOOK_AFTER_OUTPUT;
+        Some(
+            self.looked_at
+                .map_or(first, |t| first.max(t + PROBE_ON_OUTPUT)),
+        )
+    }
+
+    /// The look output asked for, at `now` (its [`Self::look_due`]): true when a full probe is
+    /// needed. Output that came too short a time before it to be covered asks for the next.
+    pub fn look_after_output(&mut self, now: Instant) -> bool {
+        let probe = !self.unchanged(now, false);
+        self.looked_at = Some(now);
+        self.unlooked_output = self.last_output.filter(|t| *t + LOOK_AFTER_OUTPUT > now);
+        probe
     }
 
     /// Whether new output should lead to a capture (an agent runs here).
@@ -358,17 +383,9 @@ impl PaneEntry {
     pub fn on_output(&mut self, now: Now, data: &PaneBytes, detection: bool) -> OutputOutcome {
         self.output_bytes += data.len() as u64;
         self.last_output = Some(now.at);
+        // Output means something runs: look again at what, a moment later (`look_due`).
+        self.unlooked_output.get_or_insert(now.at);
         let mut out = OutputOutcome::default();
-        // Output means something runs: look again at what, at most every PROBE_ON_OUTPUT
-        // (`pane_current_command` misses a script started from a shell of the same name). A
-        // new job is a new `tpgid`: one read tells whether a full probe is needed.
-        if self
-            .looked_at
-            .is_none_or(|t| now.at.duration_since(t) >= PROBE_ON_OUTPUT)
-            && !self.unchanged(now.at, false)
-        {
-            out.probe = true;
-        }
         // Text with no ESC is not even un-escaped (see `PaneBytes::to_scan`).
         let scan = data.to_scan(self.signals.is_idle());
         if self.wants_capture() {

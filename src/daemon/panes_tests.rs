@@ -121,3 +121,31 @@ fn bytes_that_carried_a_state_are_kept_for_a_respawn_and_age_out() {
     p.on_output(at(later), &PaneBytes::Raw(report.clone()), true);
     assert_eq!(p.recent.since(t).len(), 1);
 }
+
+/// Output asks for a look at the foreground a moment after it (the program a typed line starts
+/// comes after the shell's echo of the line), at most once a second while the output goes on,
+/// and once more after the last of it.
+#[test]
+fn output_asks_for_a_look_a_moment_later_at_most_once_a_second() {
+    let t = Instant::now();
+    let ms = |n: u64| t + Duration::from_millis(n);
+    let at = |n: u64| Now::fake(ms(n), 1_000_000);
+    // This process stands for the pane's first process: its look reads real files.
+    let mut p = PaneEntry::new(std::process::id(), t, 0);
+    assert_eq!(p.look_due(), None, "nothing written, nothing to look at");
+    p.on_output(at(0), &PaneBytes::Raw(b"sleep 300\r\n".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(100)), "from the first output on");
+    // Never probed: the look asks for a probe.
+    assert!(p.look_after_output(ms(100)));
+    assert_eq!(p.look_due(), None, "the output it covers is done with");
+    // Output goes on: the next look comes a second after the last.
+    p.on_output(at(150), &PaneBytes::Raw(b"x".to_vec()), true);
+    p.on_output(at(900), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(1100)));
+    // Output just before a look is not covered by it: another look follows.
+    p.on_output(at(1050), &PaneBytes::Raw(b"x".to_vec()), true);
+    p.look_after_output(ms(1100));
+    assert_eq!(p.look_due(), Some(ms(2100)));
+    p.look_after_output(ms(2100));
+    assert_eq!(p.look_due(), None);
+}

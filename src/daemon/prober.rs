@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::ids::PaneId;
-use crate::process::foreground::{self, Foreground};
+use crate::process::foreground::{self, Foreground, Look};
 use crate::process::identify::{IdentityTable, ProcInfo};
 use crate::process::version::VersionCache;
 
@@ -59,8 +59,9 @@ pub struct Probed {
     pub pid: u32,
     /// Its foreground job.
     pub fg: Foreground,
-    /// The children of its first process (the cheap look compares against these).
-    pub children: String,
+    /// The cheap look taken just before the probe (later looks compare against it: a change
+    /// between the two is probed again).
+    pub look: Look,
 }
 
 /// What the probe threads send back.
@@ -130,13 +131,14 @@ impl Prober {
             .name("thinkterm-probe".into())
             .spawn(move || {
                 while let Some((pane, pid)) = rx.blocking_recv() {
+                    let look = foreground::look(pid);
                     let fg = foreground::probe(pid);
                     let procs = fg.procs.clone();
                     let probed = Probed {
                         pane,
                         pid,
                         fg,
-                        children: foreground::main_children(pid),
+                        look,
                     };
                     if out.blocking_send(Answer::Probed(probed)).is_err() {
                         return;

@@ -38,7 +38,7 @@ pub struct PaneRow {
     pub window_active: bool,
     /// Current working directory of the pane (tmux `pane_current_path`).
     pub current_path: String,
-    /// tmux's `pane_current_command`.
+    /// tmux's `pane_current_command` as of the last list of panes (see `docs/schema.md`).
     pub current_command: String,
     /// The foreground process's pid, when it could be read.
     pub fg_pid: Option<u32>,

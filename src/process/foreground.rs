@@ -12,10 +12,12 @@
 //!   tree. `cmdline` is opened through procfs but split here: `Process::cmdline` fails on an
 //!   argument that is not UTF-8, which would lose the whole argv of an agent started on such a
 //!   file name; it is read lossily, as before.
-//! - The cheap look, [`tpgid`] and [`main_children`], stays a hand-written single read of one
-//!   file each: it runs on the daemon's loop for each pane with output (at most every 2 s per
-//!   pane) and for every pane on the 10 s timer, and procfs makes it half again slower with
-//!   twice the system calls and four to five times the allocations (figures below).
+//! - The cheap look, [`look`] (the first process's `stat` for `tpgid`, the job leader's `stat`
+//!   for its name when the leader is another process, [`main_children`]), stays a hand-written
+//!   single read of each file: it runs on the daemon's loop for each pane with output (at most
+//!   once a second per pane) and for every pane on the 10 s timer, and procfs makes it half
+//!   again slower with twice the system calls and four to five times the allocations (figures
+//!   below, measured before the leader's name was added: a job's look is one `stat` more).
 //!
 //! `cargo bench --bench proc`, medians of 5 runs on the 2-core machine with other builds
 //! running; system calls per call from `strace -c`, allocations from a counting allocator:
@@ -107,16 +109,60 @@ fn positive(id: i64) -> Option<u32> {
 /// The foreground process group of a pane (field `tpgid` of its first process): one small
 /// read, to tell whether a full [`probe`] could find anything new.
 pub fn tpgid(pane_pid: u32) -> Option<u32> {
-    let f = fs::File::open(format!("/proc/{pane_pid}/stat")).ok()?;
+    stat_name_tpgid(pane_pid)?.1
+}
+
+/// A process's name (`comm`, between the first `(` and the last `)` of its `stat`) and the
+/// `tpgid` of its terminal, from one read of its `stat`.
+fn stat_name_tpgid(pid: u32) -> Option<(Vec<u8>, Option<u32>)> {
+    let f = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
     let stat = read_all(f)?;
     // The name can hold spaces and parentheses: the fields start after the last ')'.
-    let rest = &stat[stat.iter().rposition(|&b| b == b')')? + 1..];
+    let open = stat.iter().position(|&b| b == b'(')?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let name = stat.get(open + 1..close)?.to_vec();
+    let rest = &stat[close + 1..];
     // state ppid pgrp session tty_nr tpgid
     let mut fields = rest
         .split(u8::is_ascii_whitespace)
         .filter(|f| !f.is_empty());
-    let field = fields.nth(5)?;
-    positive(std::str::from_utf8(field).ok()?.parse().ok()?)
+    let tpgid = fields
+        .nth(5)
+        .and_then(|f| std::str::from_utf8(f).ok()?.parse().ok())
+        .and_then(positive);
+    Some((name, tpgid))
+}
+
+/// The cheap look at a pane: what tells, in two or three small reads that take no lock a
+/// stuck process holds, whether a full [`probe`] could find anything new. A job started or
+/// ended changes `tpgid`; a process started or ended under the pane's first process changes
+/// its children; a program `exec`ed by the job's leader (the shell's `exec claude`, a script's
+/// `exec node …`) or one that renames itself changes the leader's name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Look {
+    /// The foreground process group.
+    pub tpgid: Option<u32>,
+    /// The name (`comm`) of that group's leader (of the first process when there is none).
+    pub leader: Vec<u8>,
+    /// The children of the first process's main thread, as `/proc` lists them.
+    pub children: String,
+}
+
+/// Looks at a pane whose first process is `pane_pid` (see [`Look`]): its `stat`, the
+/// foreground leader's `stat` when that is another process, and its children.
+pub fn look(pane_pid: u32) -> Look {
+    let Some((name, tpgid)) = stat_name_tpgid(pane_pid) else {
+        return Look::default();
+    };
+    let leader = match tpgid {
+        Some(t) if t != pane_pid => stat_name_tpgid(t).map(|(n, _)| n).unwrap_or_default(),
+        _ => name,
+    };
+    Look {
+        tpgid,
+        leader,
+        children: main_children(pane_pid),
+    }
 }
 
 /// How long ago a process started (`starttime` of `/proc/PID/stat` against `/proc/uptime`,
@@ -453,6 +499,15 @@ mod tests {
         assert_eq!(tpgid(shell), Some(shell));
         assert!(fg.at_shell);
         assert_eq!(argv(&fg), vec![Pane::BASH.to_vec()]);
+        let at_prompt = look(shell);
+        assert_eq!(
+            (
+                at_prompt.tpgid,
+                &at_prompt.leader[..],
+                &at_prompt.children[..]
+            ),
+            (Some(shell), &b"bash"[..], "")
+        );
 
         // A job of two members, one of which started a process in a session of its own.
         pane.type_line("sleep 30 | sh -c 'setsid sleep 31 & exec cat'");
@@ -464,6 +519,11 @@ mod tests {
         let leader = fg.procs[0].pid;
         assert_eq!(fg.tpgid, Some(leader), "{fg:?}");
         assert_eq!(tpgid(shell), Some(leader));
+        // The job's leader is named in the look, not the shell.
+        assert_eq!(
+            (look(shell).tpgid, look(shell).leader),
+            (Some(leader), b"sleep".to_vec())
+        );
         assert!(!fg.at_shell);
         assert_eq!(
             argv(&fg),
@@ -483,6 +543,27 @@ mod tests {
         assert_eq!(tpgid(shell), Some(shell));
         assert_eq!(fg.procs.len(), 1);
         assert_eq!(main_children(shell), "");
+    }
+
+    /// The shell's `exec` keeps the job, the process and its children: only the name tells.
+    #[test]
+    fn a_look_sees_a_program_the_shell_execs() {
+        let mut pane = Pane::start();
+        let shell = pane.shell;
+        let before = look(shell);
+        pane.type_line("exec sleep 30");
+        pane.probe_until("sleep in the shell's place", |f| {
+            f.leader().is_some_and(|p| p.comm == "sleep")
+        });
+        let after = look(shell);
+        assert_eq!(
+            (after.tpgid, &after.children),
+            (before.tpgid, &before.children)
+        );
+        assert_eq!(
+            (before.leader, after.leader),
+            (b"bash".to_vec(), b"sleep".to_vec())
+        );
     }
 
     #[test]
@@ -575,6 +656,7 @@ mod tests {
             assert_eq!(probe(pid), Foreground::default());
             assert_eq!(tpgid(pid), None);
             assert_eq!(main_children(pid), "");
+            assert_eq!(look(pid), Look::default());
             assert_eq!(read_proc(pid), None);
         }
         // A process that has ended and been reaped.

@@ -1,6 +1,7 @@
 //! What the tmux server holds: sessions, windows, panes and clients, parsed from one
 //! `list-sessions` / `list-panes -a` / `list-clients` round and kept current between rounds by
-//! subscription changes (titles, current commands). Structural notifications trigger a new round.
+//! subscription changes (titles; with the control clients, current commands; with pipes, first
+//! processes). Structural notifications trigger a new round.
 
 use std::collections::BTreeMap;
 

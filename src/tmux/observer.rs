@@ -83,8 +83,9 @@ pub enum Observed {
     Clients,
     /// A pane's title changed (the inventory is updated).
     Title(PaneId),
-    /// A pane's foreground command or first process changed (the inventory is updated):
-    /// re-probe it.
+    /// A pane's first process changed, or tmux's name of its command did, as a re-list or (with
+    /// the control clients) a pane subscription shows it (the inventory is updated): re-probe
+    /// it.
     Command(PaneId),
     /// tmux paused a pane's output (we fell behind): capture it again after `Continue`.
     Paused(PaneId),

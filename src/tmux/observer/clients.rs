@@ -57,7 +57,8 @@ impl Observer {
     /// (`control_check_subs_all_panes`, `control.c`). Pane and window subscriptions look their
     /// target up by id and skip a client without a session.
     pub(super) fn sync_subscriptions(&mut self) {
-        // With pipes, the world subscription tells every pane's command (below).
+        // With pipes, the world subscription tells every pane's first process (below); the
+        // daemon sees a new program by itself.
         let per_pane = self.piping.pipes.is_none();
         let Observer {
             conns,
