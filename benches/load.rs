@@ -93,7 +93,11 @@ fn options(args: &[String]) -> Options {
             "--hold" => o.hold = true,
             "--scale" => o.scale = true,
             "--idle" => {
-                o.idle = Some(it.next().and_then(|v| v.parse().ok()).expect("--idle PANES"))
+                o.idle = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--idle PANES"),
+                )
             }
             "--no-poller" => o.poller = false,
             "--window" | "--duration" => {

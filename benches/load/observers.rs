@@ -157,6 +157,29 @@ fn start_sidecar(load: &Load, bin: &Path, tag: &str) -> Running {
     if startup.is_none() {
         note.push_str("panes not all classified within 60 s; ");
     }
+    // Its start-up is not measured: every pane's pipe in place first (at hundreds of panes the
+    // relays' start, one process per pane, goes on after every pane is classified).
+    let piped = || {
+        tmux_cmd(
+            &load.server,
+            &["list-panes", "-a", "-F", "#{pane_id} #{pane_pipe}"],
+        )
+        .is_some_and(|out| {
+            out.lines()
+                .filter(|l| l.ends_with(" 1"))
+                .filter_map(|l| l.split(' ').next())
+                .filter(|p| load.static_panes.contains(*p))
+                .count()
+                == load.static_panes.len()
+        })
+    };
+    while !piped() {
+        if Instant::now() > deadline {
+            note.push_str("panes not all piped within 60 s; ");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let detections: Arc<Mutex<Vec<Detection>>> = Arc::default();
     let mut events = env
         .cmd(&load.server, &["events", "--json"])
