@@ -75,6 +75,8 @@ pub struct PaneEntry {
     look: Look,
     /// The first output not yet followed by a look at the foreground (see [`Self::look_due`]).
     unlooked_output: Option<Instant>,
+    /// That output came after a second or more of quiet: its look is not held to the rate.
+    burst_began: bool,
     /// A `THINKTERM_AGENT` value arrived since the last look at the foreground: it belongs to
     /// the program running now, whatever that look finds.
     var_since_look: bool,
@@ -86,8 +88,12 @@ pub struct PaneEntry {
     pub recent: RecentSignals,
 }
 
-/// Output leads to a look at a pane's foreground at most this often.
-pub const PROBE_ON_OUTPUT: std::time::Duration = std::time::Duration::from_secs(1);
+/// Output leads to a look at the foreground of a pane where an agent runs at most this often
+/// (an agent draws all the time it works; what follows it is a shell's prompt).
+pub const LOOK_EVERY_AGENT: std::time::Duration = std::time::Duration::from_secs(1);
+/// ... and of any other pane at most this often (a shell being typed into: the line's Enter
+/// starts a program).
+pub const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 /// How long after output its look comes, at the soonest: the shell echoes a typed command line
 /// before it starts the program, and a script `exec`s its interpreter after it starts.
 pub const LOOK_AFTER_OUTPUT: std::time::Duration = std::time::Duration::from_millis(100);
@@ -139,6 +145,7 @@ impl PaneEntry {
             drift_seen: 0,
             look: Look::default(),
             unlooked_output: None,
+            burst_began: false,
             var_since_look: false,
             prompt_pending: false,
             unprobed: true,
@@ -292,16 +299,28 @@ impl PaneEntry {
         same
     }
 
-    /// When output asks for a look at the foreground ([`Self::look_after_output`]): the
-    /// first output since the last look, [`LOOK_AFTER_OUTPUT`] on, and at most every
-    /// [`PROBE_ON_OUTPUT`]. A program started in a pane is seen this way, whatever session
-    /// shows it: its shell echoed the line that started it, or it drew its screen.
+    /// When output asks for a look at the foreground ([`Self::look_after_output`]):
+    /// [`LOOK_AFTER_OUTPUT`] after the first output since the last look; while the pane keeps
+    /// writing, at most every [`Self::look_every`]. A program started in a pane is seen this
+    /// way, whatever session shows it: its shell echoed the line that started it, or it drew
+    /// its screen. Output after that long a quiet is looked after at once, however recent the
+    /// last look.
     pub fn look_due(&self) -> Option<Instant> {
         let first = self.unlooked_output? + LOOK_AFTER_OUTPUT;
-        Some(
-            self.looked_at
-                .map_or(first, |t| first.max(t + PROBE_ON_OUTPUT)),
-        )
+        Some(match self.looked_at {
+            Some(t) if !self.burst_began => first.max(t + self.look_every()),
+            _ => first,
+        })
+    }
+
+    /// How often output leads to a look: [`LOOK_EVERY_AGENT`] where an agent (or another
+    /// machine) is read, [`LOOK_EVERY`] elsewhere.
+    fn look_every(&self) -> std::time::Duration {
+        if self.wants_capture() {
+            LOOK_EVERY_AGENT
+        } else {
+            LOOK_EVERY
+        }
     }
 
     /// The look output asked for, at `now` (its [`Self::look_due`]): true when a full probe is
@@ -309,6 +328,7 @@ impl PaneEntry {
     pub fn look_after_output(&mut self, now: Instant) -> bool {
         let probe = !self.unchanged(now, false);
         self.looked_at = Some(now);
+        self.burst_began = false;
         self.unlooked_output = self.last_output.filter(|t| *t + LOOK_AFTER_OUTPUT > now);
         probe
     }
@@ -382,9 +402,13 @@ impl PaneEntry {
     /// Output arrived: scan it for escape sequences and tell the tracker what they said.
     pub fn on_output(&mut self, now: Now, data: &PaneBytes, detection: bool) -> OutputOutcome {
         self.output_bytes += data.len() as u64;
+        let quiet = self
+            .last_output
+            .is_none_or(|t| now.at.saturating_duration_since(t) >= self.look_every());
         self.last_output = Some(now.at);
         // Output means something runs: look again at what, a moment later (`look_due`).
         self.unlooked_output.get_or_insert(now.at);
+        self.burst_began |= quiet;
         let mut out = OutputOutcome::default();
         // Text with no ESC is not even un-escaped (see `PaneBytes::to_scan`).
         let scan = data.to_scan(self.signals.is_idle());

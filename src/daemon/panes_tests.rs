@@ -123,10 +123,11 @@ fn bytes_that_carried_a_state_are_kept_for_a_respawn_and_age_out() {
 }
 
 /// Output asks for a look at the foreground a moment after it (the program a typed line starts
-/// comes after the shell's echo of the line), at most once a second while the output goes on,
-/// and once more after the last of it.
+/// comes after the shell's echo of the line), at most every 250 ms while the output goes on (a
+/// second where an agent runs), and once more after the last of it; output after that long a
+/// quiet, at once.
 #[test]
-fn output_asks_for_a_look_a_moment_later_at_most_once_a_second() {
+fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
     let t = Instant::now();
     let ms = |n: u64| t + Duration::from_millis(n);
     let at = |n: u64| Now::fake(ms(n), 1_000_000);
@@ -138,14 +139,31 @@ fn output_asks_for_a_look_a_moment_later_at_most_once_a_second() {
     // Never probed: the look asks for a probe.
     assert!(p.look_after_output(ms(100)));
     assert_eq!(p.look_due(), None, "the output it covers is done with");
-    // Output goes on: the next look comes a second after the last.
+    // Output goes on: the next look comes 250 ms after the last.
     p.on_output(at(150), &PaneBytes::Raw(b"x".to_vec()), true);
-    p.on_output(at(900), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(1100)));
+    p.on_output(at(300), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(350)));
     // Output just before a look is not covered by it: another look follows.
-    p.on_output(at(1050), &PaneBytes::Raw(b"x".to_vec()), true);
-    p.look_after_output(ms(1100));
-    assert_eq!(p.look_due(), Some(ms(2100)));
-    p.look_after_output(ms(2100));
+    p.on_output(at(340), &PaneBytes::Raw(b"x".to_vec()), true);
+    p.look_after_output(ms(350));
+    assert_eq!(p.look_due(), Some(ms(600)));
+    p.look_after_output(ms(600));
     assert_eq!(p.look_due(), None);
+    // Output after 250 ms of quiet (a command line's Enter) is looked after at once.
+    p.on_output(at(700), &PaneBytes::Raw(b"\r\n".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(800)));
+    p.look_after_output(ms(800));
+    // Where an agent runs (it draws all the time it works), once a second.
+    p.identity = Identity::Agent {
+        agent: "claude".into(),
+        pid: 1,
+    };
+    p.on_output(at(850), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(1800)));
+    p.look_after_output(ms(1800));
+    p.on_output(at(2000), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(2100)), "after a second of quiet");
+    p.look_after_output(ms(2100));
+    p.on_output(at(2500), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(3100)));
 }

@@ -15,9 +15,10 @@
 //! - The cheap look, [`look`] (the first process's `stat` for `tpgid`, the job leader's `stat`
 //!   for its name when the leader is another process, [`main_children`]), stays a hand-written
 //!   single read of each file: it runs on the daemon's loop for each pane with output (at most
-//!   once a second per pane) and for every pane on the 10 s timer, and procfs makes it half
-//!   again slower with twice the system calls and four to five times the allocations (figures
-//!   below, measured before the leader's name was added: a job's look is one `stat` more).
+//!   every 250 ms per pane, once a second where an agent runs) and for every pane on the 10 s
+//!   timer, and procfs makes it half again slower with twice the system calls and four to five
+//!   times the allocations (figures below, measured before the leader's name was added: a
+//!   job's look is one `stat` more).
 //!
 //! `cargo bench --bench proc`, medians of 5 runs on the 2-core machine with other builds
 //! running; system calls per call from `strace -c`, allocations from a counting allocator:
