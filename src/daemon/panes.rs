@@ -314,9 +314,10 @@ impl PaneEntry {
     }
 
     /// How often output leads to a look: [`LOOK_EVERY_AGENT`] where an agent (or another
-    /// machine) is read, [`LOOK_EVERY`] elsewhere.
+    /// machine) is read, or a `THINKTERM_AGENT` value stands (its look is always a full probe),
+    /// [`LOOK_EVERY`] elsewhere.
     fn look_every(&self) -> std::time::Duration {
-        if self.wants_capture() {
+        if self.wants_capture() || self.signals.user_var().is_some() {
             LOOK_EVERY_AGENT
         } else {
             LOOK_EVERY

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::tmux::escape::Escaped;
+use base64::Engine as _;
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -166,4 +167,13 @@ fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
     p.look_after_output(ms(2100));
     p.on_output(at(2500), &PaneBytes::Raw(b"x".to_vec()), true);
     assert_eq!(p.look_due(), Some(ms(3100)));
+    // A `THINKTERM_AGENT` value makes every look a full probe: once a second, too.
+    let mut q = PaneEntry::new(std::process::id(), t, 0);
+    let value = base64::engine::general_purpose::STANDARD.encode("v1;agent=tool;state=working");
+    let var = format!("\x1b]1337;SetUserVar=THINKTERM_AGENT={value}\x07");
+    q.on_output(at(0), &PaneBytes::Raw(var.into_bytes()), true);
+    assert!(q.signals.user_var().is_some());
+    q.look_after_output(ms(100));
+    q.on_output(at(200), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(q.look_due(), Some(ms(1100)));
 }
