@@ -9,7 +9,7 @@
 //! - [`core`]: the [`core::Daemon`] that holds the owners below and dispatches; its
 //!   [`link::Link`] owns the observer and how the next one is sought (backoff, re-list);
 //! - [`panes`]: per pane, its first process, foreground, identity, screen, verdict, signals and
-//!   state machine;
+//!   state machine (and, in `panes::look`, when output leads to a look at its foreground);
 //! - [`capture`]: which panes need a capture, when each was captured, the next round;
 //! - [`prober`]: full foreground probes on their own thread, and which are outstanding;
 //! - [`flood`]: per pane, whether our copy of its output is paused;

@@ -21,12 +21,15 @@ use crate::pane::{
     ForegroundInput, NativeProgress, PaneEffect, PaneInput, ProgressState, ReportSummary,
     ScreenVerdict, Tracker, UserVarReport,
 };
-use crate::process::foreground::{self, Foreground, Look};
+use crate::process::foreground::{Foreground, Look};
 use crate::process::identify::{program_name, Identity, IdentityTable};
 use crate::rules::drift::Drift;
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
 use crate::state::Subtask;
 use crate::tmux::escape::PaneBytes;
+
+#[path = "pane_look.rs"]
+mod look;
 
 /// Per-pane state owned by the daemon.
 #[derive(Debug)]
@@ -75,7 +78,8 @@ pub struct PaneEntry {
     look: Look,
     /// The first output not yet followed by a look at the foreground (see [`Self::look_due`]).
     unlooked_output: Option<Instant>,
-    /// That output came after a second or more of quiet: its look is not held to the rate.
+    /// That output came after a quiet as long as the pane's look rate (`look_every`): its look
+    /// is not held to the rate.
     burst_began: bool,
     /// A `THINKTERM_AGENT` value arrived since the last look at the foreground: it belongs to
     /// the program running now, whatever that look finds.
@@ -87,16 +91,6 @@ pub struct PaneEntry {
     /// The bytes that carried a state lately, for a respawned pane's new entry.
     pub recent: RecentSignals,
 }
-
-/// Output leads to a look at the foreground of a pane where an agent runs at most this often
-/// (an agent draws all the time it works; what follows it is a shell's prompt).
-pub const LOOK_EVERY_AGENT: std::time::Duration = std::time::Duration::from_secs(1);
-/// ... and of any other pane at most this often (a shell being typed into: the line's Enter
-/// starts a program).
-pub const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
-/// How long after output its look comes, at the soonest: the shell echoes a typed command line
-/// before it starts the program, and a script `exec`s its interpreter after it starts.
-pub const LOOK_AFTER_OUTPUT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What a chunk of output asked of the daemon besides the tracker's effects.
 #[derive(Debug, Default)]
@@ -274,64 +268,6 @@ impl PaneEntry {
             fx.extend(self.end_ongoing(now.at));
         }
         fx
-    }
-
-    /// A cheap look at the pane ([`foreground::look`]: two or three small reads): true when a
-    /// full probe could find nothing new, because the foreground job, its leader's name and
-    /// the first process's children are those seen last, and either this is not the `slow`
-    /// timer or the pane's first process itself is in the foreground (another member of a job
-    /// can `exec` a program, so the slow timer probes programs fully). A pane with a
-    /// `THINKTERM_AGENT` value is always probed: its authority depends on time.
-    pub fn unchanged(&mut self, now: Instant, slow: bool) -> bool {
-        if self.looked_at.is_none() || self.signals.user_var().is_some() {
-            return false;
-        }
-        let look = foreground::look(self.pid);
-        let same = (!slow || self.fg.at_shell || self.fg.tpgid.is_none()) && look == self.look;
-        if look.tpgid != self.fg.tpgid {
-            // Another job: the old program's value goes now, before the probe answers.
-            let after = look.tpgid.filter(|t| *t != self.pid);
-            self.program_seen(program(&self.fg), after);
-        }
-        if same {
-            self.looked_at = Some(now);
-        }
-        same
-    }
-
-    /// When output asks for a look at the foreground ([`Self::look_after_output`]):
-    /// [`LOOK_AFTER_OUTPUT`] after the first output since the last look; while the pane keeps
-    /// writing, at most every [`Self::look_every`]. A program started in a pane is seen this
-    /// way, whatever session shows it: its shell echoed the line that started it, or it drew
-    /// its screen. Output after that long a quiet is looked after at once, however recent the
-    /// last look.
-    pub fn look_due(&self) -> Option<Instant> {
-        let first = self.unlooked_output? + LOOK_AFTER_OUTPUT;
-        Some(match self.looked_at {
-            Some(t) if !self.burst_began => first.max(t + self.look_every()),
-            _ => first,
-        })
-    }
-
-    /// How often output leads to a look: [`LOOK_EVERY_AGENT`] where an agent (or another
-    /// machine) is read, or a `THINKTERM_AGENT` value stands (its look is always a full probe),
-    /// [`LOOK_EVERY`] elsewhere.
-    fn look_every(&self) -> std::time::Duration {
-        if self.wants_capture() || self.signals.user_var().is_some() {
-            LOOK_EVERY_AGENT
-        } else {
-            LOOK_EVERY
-        }
-    }
-
-    /// The look output asked for, at `now` (its [`Self::look_due`]): true when a full probe is
-    /// needed. Output that came too short a time before it to be covered asks for the next.
-    pub fn look_after_output(&mut self, now: Instant) -> bool {
-        let probe = !self.unchanged(now, false);
-        self.looked_at = Some(now);
-        self.burst_began = false;
-        self.unlooked_output = self.last_output.filter(|t| *t + LOOK_AFTER_OUTPUT > now);
-        probe
     }
 
     /// Whether new output should lead to a capture (an agent runs here).

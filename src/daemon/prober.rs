@@ -2,8 +2,9 @@
 //! of a pane's job, and that read takes the target's memory-map lock: a process stuck in the
 //! kernel with that lock held (a hung NFS page fault, a huge `mmap`) blocks the reader. So the
 //! reads happen on a thread of their own; the daemon asks ([`Prober::request`]) and takes the
-//! answer later as an event, and its loop never waits for `/proc`. The cheap look a pane gets on
-//! output (its first process's `stat` and children, which take no such lock) stays in the loop.
+//! answer later as an event, and its loop never waits for `/proc`. The cheap look a pane gets
+//! after output (its first process's `stat` and children, and its job leader's `stat`, which
+//! take no such lock) stays in the loop.
 //!
 //! A second thread finds the version of each process of a probed job
 //! ([`crate::process::version`]: a `package.json` beside its script or binary, else, for the
