@@ -1,8 +1,10 @@
 //! What reading `/proc` costs per call, for the two ways the daemon reads it
 //! (`src/process/foreground.rs`):
 //!
-//! - the cheap look, `tpgid(pid)` + `main_children(pid)`, made on the daemon's loop for a pane
-//!   with new output (at most every 2 s per pane) and for every pane on a 10 s timer; measured
+//! - the cheap look, `look(pid)` (the first process's `stat`, the job leader's when it is
+//!   another process, `main_children`), made on the daemon's loop after a pane's output (at
+//!   most every 250 ms per pane, once a second where an agent runs) and for every pane on a
+//!   10 s timer; measured
 //!   on this process's own pid and on an interactive shell's pid (a tmux pane's `bash` running
 //!   a job);
 //! - the full `probe(pid)` of a pane's process tree, made on the prober's own thread; measured
@@ -72,8 +74,7 @@ static GLOBAL: Counting = Counting;
 type Call = fn(u32);
 
 fn look(pid: u32) {
-    black_box(foreground::tpgid(pid));
-    black_box(foreground::main_children(pid));
+    black_box(foreground::look(pid));
 }
 
 /// The cheap look through procfs, for comparison with the hand-written reads the daemon uses:
