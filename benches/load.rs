@@ -15,6 +15,8 @@
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
 //! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
 //!   at PATH, in alternating windows (no poller); `--no-poller`;
+//! - `--no-stream`, `--no-churn`: leave the streaming pane (an idle shell in its place) or the
+//!   sessions made and killed out of the load, to weigh each part of it;
 //! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand; at most four
 //!   hours, where a run's watchdog allows its windows and five minutes).
 //!
@@ -68,6 +70,10 @@ struct Options {
     a: Option<PathBuf>,
     poller: bool,
     hold: bool,
+    /// Leave the streaming pane out (an idle shell instead).
+    no_stream: bool,
+    /// Leave the sessions made and killed out.
+    no_churn: bool,
 }
 
 fn options(args: &[String]) -> Options {
@@ -85,6 +91,8 @@ fn options(args: &[String]) -> Options {
         a: None,
         poller: true,
         hold: false,
+        no_stream: false,
+        no_churn: false,
     };
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
@@ -100,6 +108,8 @@ fn options(args: &[String]) -> Options {
                 )
             }
             "--no-poller" => o.poller = false,
+            "--no-stream" => o.no_stream = true,
+            "--no-churn" => o.no_churn = true,
             "--window" | "--duration" => {
                 window = Some(
                     it.next()
@@ -176,13 +186,18 @@ fn main() {
         _ => {}
     }
     let o = options(&args);
-    let spec = if let Some(n) = o.idle {
+    let mut spec = if let Some(n) = o.idle {
         world::idle(n)
     } else if o.scale {
         world::scale()
     } else {
         world::standard()
     };
+    if o.no_stream && spec.stream_rate > 0 {
+        spec.stream_rate = 0;
+        spec.shells += 1;
+    }
+    spec.churn &= !o.no_churn;
     let this =
         o.a.clone()
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_thinkterm-sidecar")));

@@ -138,7 +138,8 @@ pub fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
 }
 
 /// Fake agent mode: `AGENT RAW FRAMES_DIR PHASE_S LOG` (or `AGENT --version`). Replays forever
-/// from `PHASE_S` into the loop; logs `UNIX_MS STATE LABEL` for every labelled state change it
+/// from `PHASE_S` into the loop; logs `UNIX_MS WRITE_MS STATE LABEL` (the instant the write
+/// began, how long the pty took its bytes) for every labelled state change it
 /// writes. A loop that ends in another state than it starts in labels its restart too.
 pub fn replay(args: &[String]) -> ! {
     if args.first().map(String::as_str) == Some("--version") {
@@ -191,6 +192,8 @@ pub fn replay(args: &[String]) -> ! {
             }
             let _ = out.write_all(&raw[s.from..s.to]);
             let _ = out.flush();
+            // How long the pty took the bytes: a big write goes at tmux's reading pace.
+            let wrote = unix_ms().saturating_sub(began);
             let label = if i == 0 && lap > 0 {
                 wraps.as_ref()
             } else {
@@ -198,7 +201,7 @@ pub fn replay(args: &[String]) -> ! {
             };
             if let (Some((state, label)), Some(log)) = (label, log.as_mut()) {
                 if due >= start {
-                    let _ = writeln!(log, "{began} {state} {label}");
+                    let _ = writeln!(log, "{began} {wrote} {state} {label}");
                     let _ = log.flush();
                 }
             }

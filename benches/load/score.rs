@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use super::world::Load;
 
-/// A labelled transition: (unix ms, new state, label).
-pub type Transition = (u64, String, String);
+/// A labelled transition: (unix ms its write began, ms the write took, new state, label).
+pub type Transition = (u64, u64, String, String);
 /// A detection: (unix ms, pane, new state).
 pub type Detection = (u64, String, String);
 
@@ -61,6 +61,9 @@ impl Score {
     }
 }
 
+/// A labelled write that took the pty this long is named with its length in the report.
+const SLOW_WRITE_MS: u64 = 20;
+
 /// How long before its labelled write a detection may come and still count: an agent's status
 /// report can go out in the chunks before the frame whose screen shows the new state.
 const EARLY_MS: u64 = 2000;
@@ -82,15 +85,17 @@ pub fn transitions(
         let v: Vec<Transition> = text
             .lines()
             .filter_map(|l| {
-                let mut it = l.splitn(3, ' ');
+                let mut it = l.splitn(4, ' ');
                 let t = it.next()?.parse().ok()?;
+                let wrote = it.next()?.parse().ok()?;
                 Some((
                     t,
+                    wrote,
                     it.next()?.to_string(),
                     it.next().unwrap_or("").to_string(),
                 ))
             })
-            .filter(|(t, _, _)| *t >= from && *t < to)
+            .filter(|(t, ..)| *t >= from && *t < to)
             .collect();
         out.insert(a.pane.clone(), (a.kind.fixture.to_string(), v));
     }
@@ -108,7 +113,7 @@ pub fn score(
         *s.reported.entry(agent.clone()).or_default() += n;
     }
     for (pane, (agent, list)) in trans {
-        for (i, (t, state, label)) in list.iter().enumerate() {
+        for (i, (t, wrote, state, label)) in list.iter().enumerate() {
             s.total += 1;
             let until = list.get(i + 1).map(|n| n.0).unwrap_or(end_ms);
             // From the previous transition on (it went to another state), at most EARLY_MS
@@ -125,7 +130,13 @@ pub fn score(
                 s.early += 1;
             }
             let hit = hit.map(|dt| dt.max(*t));
-            let what = format!("{pane} {agent} {state} ({label})");
+            // A write the pty took slowly (tmux reads a pane at its own pace): the screen
+            // showed the new state only near its end.
+            let what = if *wrote >= SLOW_WRITE_MS {
+                format!("{pane} {agent} {state} ({label}; its write took {wrote} ms)")
+            } else {
+                format!("{pane} {agent} {state} ({label})")
+            };
             match hit {
                 Some(dt) => {
                     s.latencies_ms.push(dt - t);
