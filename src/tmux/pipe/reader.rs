@@ -8,10 +8,14 @@
 //! close. A pipe holds about 64 KiB of tmux's writes, so a pane that fills it (a flood) is read
 //! as soon as tmux writes while each read finds it full, and [`FLOOD_STEP`] later when one
 //! found less, until a read period brings little; what is kept of it still goes to the daemon
-//! once a period. What of it goes to the daemon is bounded by the pipe's [`Keeper`]: past a burst and a
-//! rate, only the escape sequences, and a count of the bytes left out (`skipped`), so that the
-//! daemon looks at the screen again. When the daemon falls behind (the event channel is full)
-//! what is kept waits here, within the same bounds.
+//! once a period, and at once when a read finds the pipe empty: the pane stopped, and the end
+//! of its burst (often the title or report that closes an agent's redraw) does not wait for
+//! the grid. For the same reason a read outside a flood that brings a big part of a pipe-full
+//! ([`BIG_READ`]) is followed by another [`FLOOD_STEP`] later, not on the grid. What of it
+//! goes to the daemon is bounded by the pipe's [`Keeper`]: past a burst and a rate, only the
+//! escape sequences, and a count of the bytes left out (`skipped`), so that the daemon looks
+//! at the screen again. When the daemon falls behind (the event channel is full) what is kept
+//! waits here, within the same bounds.
 
 use std::io::Read as _;
 use std::os::fd::OwnedFd;
@@ -38,6 +42,9 @@ const FLOOD_STEP: Duration = Duration::from_millis(2);
 /// below what makes tmux hold its writes back (about 53 KiB in the pipe), and in few wake-ups
 /// (a 1 MiB/s build log is read about 30 times a second, not at each of tmux's writes).
 const FLOOD_TARGET: usize = 24 * 1024;
+/// One read outside a flood that brings this much is part of a big write (an agent's whole
+/// redraw): the next read comes [`FLOOD_STEP`] later, not on the read grid.
+const BIG_READ: usize = 32 * 1024;
 /// How long a quiet pipe that tmux wrote to waits before it is read: tmux reads a pane 4 KiB at
 /// a time and writes each piece to the pipe, so one write of the program (an agent's redraw
 /// that sets two titles) comes in pieces less than a millisecond apart; read at the first
@@ -141,6 +148,15 @@ fn flood_wait(got: usize, since: Option<Duration>, period: Duration) -> Duration
     wait.clamp(FLOOD_STEP, period.max(FLOOD_STEP))
 }
 
+/// Whether what is kept goes to the daemon after a read that took `got` bytes at `woke`: at
+/// once outside a flood and when the pipe ended; in a flood, on the read grid, or as soon as a
+/// read finds the pipe empty: the pane stopped, and what it wrote last (the end of a burst:
+/// the title Gemini CLI sets after its 230 KB end-of-reply redraw) is not left waiting for the
+/// grid.
+fn deliver_now(flood: Option<&Flood>, woke: Instant, got: usize, eof: bool) -> bool {
+    eof || got == 0 || flood.is_none_or(|f| woke >= f.deliver_at)
+}
+
 /// Which pipe a reader reads.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Pipe {
@@ -211,7 +227,7 @@ pub(super) async fn read(
         if grid.is_on() {
             flood = Flood::next(flood, woke, got, reads.period());
         }
-        let due = eof || flood.as_ref().is_none_or(|f| woke >= f.deliver_at);
+        let due = deliver_now(flood.as_ref(), woke, got, eof);
         let mut behind = false;
         if due && (!pending.is_empty() || keeper.skipped() > 0) {
             let ev = PipeEvent::Output {
@@ -249,6 +265,11 @@ pub(super) async fn read(
             // read period), so that each read takes a good part of a pipe-full rather than each
             // 4 KiB tmux wrote.
             (got < FLOOD_BYTES).then(|| woke + flood_wait(got, since_last_read, reads.period()))
+        } else if got >= BIG_READ && !behind {
+            // Part of a big write that tmux is still passing on (it writes a pipe 16 KiB at a
+            // time): its end, with the title or report that often closes it, is read a moment
+            // later rather than on the grid.
+            Some(woke + FLOOD_STEP)
         } else if behind {
             Some(if grid.is_on() {
                 reads.at_or_after(woke + grid.period())
@@ -313,6 +334,104 @@ fn read_available(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs a reader on one end of a socket pair with a read grid of `period`; `write` writes
+    /// the pane's bytes into the other end (from a thread, as tmux would). Returns every byte
+    /// delivered until `tail` came, or what came by the deadline.
+    async fn delivered_until(
+        period: Duration,
+        tail: &'static [u8],
+        write: impl FnOnce(&mut std::os::unix::net::UnixStream) + Send + 'static,
+    ) -> Vec<u8> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+        let (tx, mut rx) = mpsc::channel(64);
+        let (start, started) = oneshot::channel();
+        let pacing = Pacing::every(period, crate::timer::Timer::tokio());
+        let pipe = Pipe {
+            pane: PaneId(1),
+            serial: 1,
+        };
+        let task = tokio::spawn(read(pipe, OwnedFd::from(ours), tx, pacing, started));
+        let _ = start.send(());
+        // The pipe stays open until the test is done, as tmux keeps it while the pane lives.
+        let (done, wait) = std::sync::mpsc::channel::<()>();
+        let writer = std::thread::spawn(move || {
+            let mut theirs = theirs;
+            write(&mut theirs);
+            let _ = wait.recv_timeout(Duration::from_secs(10));
+        });
+        let mut got = Vec::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !got.ends_with(tail) {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some((_, ConnEvent::Pipe(PipeEvent::Output { data, .. })))) => {
+                    got.extend_from_slice(&data)
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        task.abort();
+        let _ = done.send(());
+        let _ = writer.join();
+        got
+    }
+
+    /// A body of `n` bytes of text.
+    fn body(n: usize) -> Vec<u8> {
+        b"0123456789abcdef"
+            .iter()
+            .copied()
+            .cycle()
+            .take(n)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn the_end_of_a_flood_comes_at_once_when_the_pane_stops_not_on_the_grid() {
+        // A 230 KB redraw in one go (it fills the pipe: a flood), its title last. The grid is
+        // 10 s long: what waited for it would miss the 5 s deadline.
+        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
+        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
+            use std::io::Write as _;
+            let mut all = body(230 * 1024);
+            all.extend_from_slice(TITLE);
+            w.write_all(&all).expect("write");
+        })
+        .await;
+        assert!(
+            got.ends_with(TITLE),
+            "the burst's end was held back: {} of {} bytes came",
+            got.len(),
+            230 * 1024 + TITLE.len()
+        );
+        assert_eq!(got.len(), 230 * 1024 + TITLE.len(), "every byte, once");
+    }
+
+    #[tokio::test]
+    async fn a_big_write_that_comes_in_pieces_is_read_to_its_end_not_on_the_grid() {
+        // Three pieces of 40 KB (each below a flood's pipe-full, each above a big read) a few
+        // milliseconds apart, as tmux passes a big write on; the title closes the last one.
+        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
+        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
+            use std::io::Write as _;
+            for i in 0..3 {
+                let mut piece = body(40 * 1024);
+                if i == 2 {
+                    piece.extend_from_slice(TITLE);
+                }
+                w.write_all(&piece).expect("write");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+        .await;
+        assert!(
+            got.ends_with(TITLE),
+            "the write's end waited for the grid: {} of {} bytes came",
+            got.len(),
+            3 * 40 * 1024 + TITLE.len()
+        );
+    }
 
     #[test]
     fn a_flood_is_left_to_gather_a_part_of_a_pipe_full_at_its_rate() {
