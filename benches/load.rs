@@ -18,7 +18,13 @@
 //! - `--no-stream`, `--no-churn`: leave the streaming pane (an idle shell in its place) or the
 //!   sessions made and killed out of the load, to weigh each part of it;
 //! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand; at most four
-//!   hours, where a run's watchdog allows its windows and five minutes).
+//!   hours, where a run's watchdog allows its windows and five minutes);
+//! - `LOAD_SIDECAR_LOG=FILTER`: the sidecar's log filter (`warn` by default; the warnings are
+//!   counted in the report whatever it is), and `LOAD_TRACE_DIR=DIR`: its logs are kept there
+//!   (`sidecar-wN.log`, one per window). The slowest transitions are named with the instant
+//!   their write began (Unix ms), to find them in such a log:
+//!   `LOAD_SIDECAR_LOG=warn,thinkterm_sidecar::tmux::pipe=trace,thinkterm_sidecar::daemon=trace`
+//!   shows each pipe read, capture round and state change.
 //!
 //! The same binary is also the fake agent (run through a symlink named like the agent's
 //! command), the streaming pane (`--stream RATE`) and the poller (`--poll`), so every measured

@@ -132,12 +132,18 @@ pub fn start(load: &Load, kind: &Kind, tag: &str) -> Running {
 
 fn start_sidecar(load: &Load, bin: &Path, tag: &str) -> Running {
     let env = SidecarEnv::new(&load.dir, tag, bin);
-    let log_path = load.dir.join(format!("sidecar-{tag}.log"));
+    let log_path = match std::env::var("LOAD_TRACE_DIR") {
+        Ok(d) => std::path::PathBuf::from(d).join(format!("sidecar-{tag}.log")),
+        Err(_) => load.dir.join(format!("sidecar-{tag}.log")),
+    };
     let log = std::fs::File::create(&log_path).expect("log");
     let started = Instant::now();
     let daemon = env
         .cmd(&load.server, &["run"])
-        .env("THINKTERM_LOG", "warn")
+        .env(
+            "THINKTERM_LOG",
+            std::env::var("LOAD_SIDECAR_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdout(Stdio::null())
         .stderr(log)
         .spawn()

@@ -133,9 +133,9 @@ pub fn score(
             // A write the pty took slowly (tmux reads a pane at its own pace): the screen
             // showed the new state only near its end.
             let what = if *wrote >= SLOW_WRITE_MS {
-                format!("{pane} {agent} {state} ({label}; its write took {wrote} ms)")
+                format!("{pane} {agent} {state} ({label} at {t}; its write took {wrote} ms)")
             } else {
-                format!("{pane} {agent} {state} ({label})")
+                format!("{pane} {agent} {state} ({label} at {t})")
             };
             match hit {
                 Some(dt) => {

@@ -244,6 +244,7 @@ impl Daemon {
         });
         if !round.is_empty() {
             let rest = self.serve_models(now, &round);
+            tracing::trace!(?round, captured = ?rest, "capture round");
             self.start_captures(&rest);
         }
         if self.spinner_deadline().is_some_and(|d| d <= t) {

@@ -451,6 +451,7 @@ impl Daemon {
             let fx = p.classify(now.at, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);
         }
+        tracing::trace!(?captured, "captures arrived");
         self.captures.finish(captured);
     }
 

@@ -5,13 +5,16 @@
 //!
 //! Each read takes everything the pipe holds, however much: tmux keeps whatever a pipe does not
 //! take in its own memory, without bound, and does not let a pane whose pipe still holds bytes
-//! close. A pipe holds about 64 KiB of tmux's writes, so a pane that fills it (a flood) is read
-//! as soon as tmux writes while each read finds it full, and [`FLOOD_STEP`] later when one
-//! found less, until a read period brings little; what is kept of it still goes to the daemon
-//! once a period, and at once when a read finds the pipe empty: the pane stopped, and the end
-//! of its burst (often the title or report that closes an agent's redraw) does not wait for
-//! the grid. For the same reason a read outside a flood that brings a big part of a pipe-full
-//! ([`BIG_READ`]) is followed by another [`FLOOD_STEP`] later, not on the grid. What of it
+//! close. A pipe holds about 64 KiB of tmux's writes, so a pane whose reads bring that much
+//! within a read period (a flood: one read of a full pipe, or a steady stream) is read as soon
+//! as tmux writes while each read finds it full, and [`FLOOD_STEP`] later when one found less,
+//! until a read period brings little; what is kept of it still goes to the daemon once a
+//! period, and at once when a read brings less than [`EBB_BYTES`]: the pane (all but) stopped,
+//! and the end of its burst (often the title or report that closes an agent's redraw) does
+//! not wait for the grid. A flood younger than a read period is one big write (Gemini CLI's
+//! 230 KB end-of-reply redraw): it is read every [`FLOOD_STEP`] until a read finds the pipe
+//! empty, and so is a pane in the read period after a read of [`BIG_READ`], so that the end of
+//! a write tmux passes on in pieces does not wait for the grid. What of it
 //! goes to the daemon is bounded by the pipe's [`Keeper`]: past a burst and a rate, only the
 //! escape sequences, and a count of the bytes left out (`skipped`), so that the daemon looks
 //! at the screen again. When the daemon falls behind (the event channel is full) what is kept
@@ -33,8 +36,9 @@ use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 /// How much each read takes at most.
 const CHUNK: usize = 64 * 1024;
-/// One read that brings this much starts a flood: the pipe (about 64 KiB of tmux's 4 KiB
-/// writes) was full.
+/// Reads that bring this much within a read period start a flood: one such read found the
+/// pipe (about 64 KiB of tmux's 4 KiB writes) full; a 1 MiB/s build log read at each of its
+/// 20 ms writes brings it in three.
 const FLOOD_BYTES: usize = 48 * 1024;
 /// The shortest wait of a flooding pane's pipe after a read that found it less than full.
 const FLOOD_STEP: Duration = Duration::from_millis(2);
@@ -42,9 +46,18 @@ const FLOOD_STEP: Duration = Duration::from_millis(2);
 /// below what makes tmux hold its writes back (about 53 KiB in the pipe), and in few wake-ups
 /// (a 1 MiB/s build log is read about 30 times a second, not at each of tmux's writes).
 const FLOOD_TARGET: usize = 24 * 1024;
-/// One read outside a flood that brings this much is part of a big write (an agent's whole
-/// redraw): the next read comes [`FLOOD_STEP`] later, not on the read grid.
-const BIG_READ: usize = 32 * 1024;
+/// A read that brings this much is part of a big write (an agent's whole redraw): for a read
+/// period after it, a read that brings anything is followed by another [`FLOOD_STEP`] later,
+/// not on the read grid. Below what tmux writes a pipe in one turn of its loop (16 KiB) and
+/// two of its reads of a pane (2 × 4095 bytes): on a busy server Gemini CLI's 230 KB
+/// end-of-reply redraw came in reads of 16 380, 4 095, 12 285 and 8 190 bytes, and what
+/// followed waited for the grid.
+const BIG_READ: usize = 8000;
+/// A read in a flood that brings less than this (one of tmux's reads of a pane, 4 KiB) finds
+/// the pane stopped or nearly: what the flood's reads kept goes to the daemon at once. The
+/// last read of Gemini CLI's redraw brought 187 bytes, its title among them; the read grid
+/// would have held them 100 ms.
+const EBB_BYTES: usize = 4 * 1024;
 /// How long a quiet pipe that tmux wrote to waits before it is read: tmux reads a pane 4 KiB at
 /// a time and writes each piece to the pipe, so one write of the program (an agent's redraw
 /// that sets two titles) comes in pieces less than a millisecond apart; read at the first
@@ -97,6 +110,8 @@ impl Stream {
 /// A pane that floods its pipe: read as fast as it fills, delivered on the read grid.
 #[derive(Clone, Copy, Debug)]
 struct Flood {
+    /// When the flood began.
+    began: Instant,
     /// The start of the current read period, and the bytes read since.
     since: Instant,
     bytes: usize,
@@ -105,12 +120,21 @@ struct Flood {
 }
 
 impl Flood {
-    /// After a read of `got` bytes at `now`: a flood starts with a read of [`FLOOD_BYTES`] and
-    /// lasts while each read period brings as much (a quiet pipe is not read: a period with no
-    /// read at all ended it).
-    fn next(flood: Option<Flood>, now: Instant, got: usize, period: Duration) -> Option<Flood> {
+    /// After a read of `got` bytes at `now`, `lately` bytes read in the [`Lately`] window
+    /// (`got` among them): a flood starts once reads within a read period brought
+    /// [`FLOOD_BYTES`] (one read that finds the pipe full, or the quick reads of a big write
+    /// or a steady stream) and lasts while each read period brings as much (a quiet pipe is
+    /// not read: a period with no read at all ended it).
+    fn next(
+        flood: Option<Flood>,
+        now: Instant,
+        got: usize,
+        lately: usize,
+        period: Duration,
+    ) -> Option<Flood> {
         let start = |f: Option<Flood>| {
-            (got >= FLOOD_BYTES).then_some(Flood {
+            (lately >= FLOOD_BYTES).then_some(Flood {
+                began: f.map_or(now, |f| f.began),
                 since: now,
                 bytes: got,
                 deliver_at: f.map_or(now, |f| f.deliver_at),
@@ -131,6 +155,33 @@ impl Flood {
             Some(f) => start(Some(f)),
         }
     }
+
+    /// Whether the flood has lasted a read period: a steady stream, not one big write.
+    fn settled(&self, now: Instant, period: Duration) -> bool {
+        now.duration_since(self.began) >= period
+    }
+}
+
+/// The bytes read in a window of one read period, whatever the reads' sizes: how a flood that
+/// comes in reads of less than a pipe-full is seen.
+#[derive(Clone, Copy, Debug)]
+struct Lately {
+    since: Instant,
+    bytes: usize,
+}
+
+impl Lately {
+    /// Counts a read of `got` bytes at `now`; returns the window's bytes.
+    fn count(&mut self, now: Instant, got: usize, period: Duration) -> usize {
+        if now.duration_since(self.since) >= period {
+            *self = Lately {
+                since: now,
+                bytes: 0,
+            };
+        }
+        self.bytes += got;
+        self.bytes
+    }
 }
 
 /// How long to leave a flooding pipe after a read that took `got` bytes `since` the previous
@@ -150,11 +201,11 @@ fn flood_wait(got: usize, since: Option<Duration>, period: Duration) -> Duration
 
 /// Whether what is kept goes to the daemon after a read that took `got` bytes at `woke`: at
 /// once outside a flood and when the pipe ended; in a flood, on the read grid, or as soon as a
-/// read finds the pipe empty: the pane stopped, and what it wrote last (the end of a burst:
-/// the title Gemini CLI sets after its 230 KB end-of-reply redraw) is not left waiting for the
-/// grid.
+/// read brings less than [`EBB_BYTES`]: the pane stopped, and what it wrote last (the end of a
+/// burst: the title Gemini CLI sets after its 230 KB end-of-reply redraw) is not left waiting
+/// for the grid.
 fn deliver_now(flood: Option<&Flood>, woke: Instant, got: usize, eof: bool) -> bool {
-    eof || got == 0 || flood.is_none_or(|f| woke >= f.deliver_at)
+    eof || got < EBB_BYTES || flood.is_none_or(|f| woke >= f.deliver_at)
 }
 
 /// Which pipe a reader reads.
@@ -188,6 +239,12 @@ pub(super) async fn read(
     let mut next_read: Option<Instant> = None;
     let mut flood: Option<Flood> = None;
     let mut last_read: Option<Instant> = None;
+    // When a read last brought BIG_READ or more.
+    let mut last_big: Option<Instant> = None;
+    let mut lately = Lately {
+        since: Instant::now(),
+        bytes: 0,
+    };
     loop {
         let owed = !pending.is_empty() || keeper.skipped() > 0;
         let woke = match next_read {
@@ -225,9 +282,14 @@ pub(super) async fn read(
         let since_last_read = last_read.map(|t| woke.saturating_duration_since(t));
         last_read = Some(woke);
         if grid.is_on() {
-            flood = Flood::next(flood, woke, got, reads.period());
+            let lately = lately.count(woke, got, reads.period());
+            flood = Flood::next(flood, woke, got, lately, reads.period());
+        }
+        if got >= BIG_READ {
+            last_big = Some(woke);
         }
         let due = deliver_now(flood.as_ref(), woke, got, eof);
+        tracing::trace!(%pane, got, flood = flood.is_some(), due, kept = pending.len(), "pipe read");
         let mut behind = false;
         if due && (!pending.is_empty() || keeper.skipped() > 0) {
             let ev = PipeEvent::Output {
@@ -258,17 +320,27 @@ pub(super) async fn read(
         next_read = if got >= READ_LIMIT {
             // The pipe may hold more: read again once the other tasks had a turn.
             Some(Instant::now())
+        } else if flood
+            .as_ref()
+            .is_some_and(|f| !f.settled(woke, reads.period()))
+        {
+            // A big write's flood (younger than a read period): read every FLOOD_STEP until a
+            // read finds the pipe empty (what was kept then goes at once: the write's end,
+            // with the title or report that often closes it), then as soon as tmux writes
+            // again (tmux passes a write on in pieces, late ones when it is busy).
+            (got > 0).then(|| woke + FLOOD_STEP)
         } else if flood.is_some() {
-            // Flooding (what the pipe cannot take, tmux keeps): a read that found it nearly
-            // full reads again as soon as tmux writes; one that found less waits as long as the
-            // pane takes to write FLOOD_TARGET at its last rate (at least FLOOD_STEP, at most a
-            // read period), so that each read takes a good part of a pipe-full rather than each
-            // 4 KiB tmux wrote.
+            // A steady flood (what the pipe cannot take, tmux keeps): a read that found the
+            // pipe nearly full reads again as soon as tmux writes; one that found less waits as
+            // long as the pane takes to write FLOOD_TARGET at its last rate (at least
+            // FLOOD_STEP, at most a read period), so that each read takes a good part of a
+            // pipe-full rather than each 4 KiB tmux wrote; one that found it empty, a read
+            // period (watched instead, a 1 MiB/s build log was read 46 times a second, not 35).
             (got < FLOOD_BYTES).then(|| woke + flood_wait(got, since_last_read, reads.period()))
-        } else if got >= BIG_READ && !behind {
+        } else if got > 0 && !behind && last_big.is_some_and(|t| woke < t + reads.period()) {
             // Part of a big write that tmux is still passing on (it writes a pipe 16 KiB at a
-            // time): its end, with the title or report that often closes it, is read a moment
-            // later rather than on the grid.
+            // time, 4 KiB when it is busy): the rest, and its end with the title or report
+            // that often closes it, are read a moment later rather than on the grid.
             Some(woke + FLOOD_STEP)
         } else if behind {
             Some(if grid.is_on() {
@@ -430,6 +502,162 @@ mod tests {
             "the write's end waited for the grid: {} of {} bytes came",
             got.len(),
             3 * 40 * 1024 + TITLE.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_late_tail_after_a_big_write_s_flood_is_read_when_it_comes_not_on_the_grid() {
+        // A 100 KB redraw fills the pipe (a flood) and 20 KB more follow; the title that
+        // closes it comes 30 ms later, after a read found the pipe empty.
+        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
+        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
+            use std::io::Write as _;
+            w.write_all(&body(100 * 1024)).expect("write");
+            std::thread::sleep(Duration::from_millis(10));
+            w.write_all(&body(20 * 1024)).expect("write");
+            std::thread::sleep(Duration::from_millis(30));
+            let mut tail = body(187);
+            tail.extend_from_slice(TITLE);
+            w.write_all(&tail).expect("write");
+        })
+        .await;
+        assert!(
+            got.ends_with(TITLE),
+            "the late tail waited for the grid: {} of {} bytes came",
+            got.len(),
+            120 * 1024 + 187 + TITLE.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_big_write_passed_on_in_small_pieces_is_read_to_its_end_not_on_the_grid() {
+        // A busy tmux passes a big write on in pieces of one to four of its 4095-byte reads of
+        // the pane, a few milliseconds apart (the pieces a busy server made of Gemini CLI's
+        // end-of-reply redraw); the title closes the last one.
+        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
+        const PIECES: [usize; 6] = [16380, 4095, 12285, 8190, 4095, 4095];
+        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
+            use std::io::Write as _;
+            for (i, n) in PIECES.into_iter().enumerate() {
+                let mut piece = body(n);
+                if i == PIECES.len() - 1 {
+                    piece.extend_from_slice(TITLE);
+                }
+                w.write_all(&piece).expect("write");
+                std::thread::sleep(Duration::from_millis(4));
+            }
+        })
+        .await;
+        assert!(
+            got.ends_with(TITLE),
+            "the write's end waited for the grid: {} of {} bytes came",
+            got.len(),
+            PIECES.iter().sum::<usize>() + TITLE.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_steady_stream_is_read_as_a_flood_not_at_each_write() {
+        // A build log at 1 MiB/s in 21 KB writes every 20 ms, for a second, on a 100 ms grid:
+        // read at each write (and again 2 ms later, as a big write's end is), it would wake the
+        // reader about a hundred times; read as a flood, its reads gather several writes.
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
+        let (tx, mut rx) = mpsc::channel(256);
+        let (start, started) = oneshot::channel();
+        let pacing = Pacing::every(Duration::from_millis(100), crate::timer::Timer::tokio());
+        let pipe = Pipe {
+            pane: PaneId(1),
+            serial: 1,
+        };
+        let task = tokio::spawn(read(pipe, OwnedFd::from(ours), tx, pacing, started));
+        let _ = start.send(());
+        let writer = std::thread::spawn(move || {
+            use std::io::Write as _;
+            let mut theirs = theirs;
+            for _ in 0..50 {
+                theirs.write_all(&body(21 * 1024)).expect("write");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            theirs
+        });
+        let mut deliveries = 0;
+        let mut bytes = 0;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while bytes < 50 * 21 * 1024 {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some((_, ConnEvent::Pipe(PipeEvent::Output { data, .. })))) => {
+                    deliveries += 1;
+                    bytes += data.len();
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        task.abort();
+        let _theirs = writer.join();
+        assert_eq!(bytes, 50 * 21 * 1024, "every byte came");
+        assert!(
+            deliveries <= 30,
+            "{deliveries} deliveries for 50 writes: the stream was read at each write"
+        );
+    }
+
+    #[test]
+    fn reads_that_bring_a_pipe_full_within_a_period_start_a_flood() {
+        let t0 = Instant::now();
+        let period = Duration::from_millis(100);
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut lately = Lately {
+            since: t0,
+            bytes: 0,
+        };
+        let mut flood = None;
+        for (i, ms) in [0, 20, 40].into_iter().enumerate() {
+            let n = lately.count(at(ms), 21 * 1024, period);
+            flood = Flood::next(flood, at(ms), 21 * 1024, n, period);
+            assert_eq!(flood.is_some(), i == 2, "after read {i}");
+        }
+        // Reads further apart than a period never add up.
+        let mut lately = Lately {
+            since: t0,
+            bytes: 0,
+        };
+        let mut flood = None;
+        for ms in [0, 120, 240, 360] {
+            let n = lately.count(at(ms), 30 * 1024, period);
+            flood = Flood::next(flood, at(ms), 30 * 1024, n, period);
+            assert!(flood.is_none(), "at {ms} ms");
+        }
+    }
+
+    #[test]
+    fn in_a_flood_a_read_that_brings_little_delivers_at_once() {
+        let now = Instant::now();
+        let flood = Flood {
+            began: now,
+            since: now,
+            bytes: 200 * 1024,
+            deliver_at: now + Duration::from_millis(100),
+        };
+        // The last piece of Gemini CLI's redraw: 187 bytes, its title among them.
+        assert!(deliver_now(Some(&flood), now, 187, false));
+        assert!(
+            deliver_now(Some(&flood), now, 0, false),
+            "the pipe was empty"
+        );
+        assert!(
+            !deliver_now(Some(&flood), now, 20 * 1024, false),
+            "a flood still pouring in waits for the grid"
+        );
+        assert!(deliver_now(
+            Some(&flood),
+            now + Duration::from_millis(100),
+            20 * 1024,
+            false
+        ));
+        assert!(
+            deliver_now(None, now, 20 * 1024, false),
+            "no flood: at once"
         );
     }
 
