@@ -459,6 +459,31 @@ mod tests {
             .collect()
     }
 
+    /// Writes pieces of these sizes `gap` apart, a title closing the last one, to a reader
+    /// with a 10 s grid, and checks that the title came by the deadline.
+    async fn assert_pieces_come_whole(sizes: &[usize], gap: Duration) {
+        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
+        let sizes = sizes.to_vec();
+        let total = sizes.iter().sum::<usize>() + TITLE.len();
+        let got = delivered_until(Duration::from_secs(10), TITLE, move |w| {
+            use std::io::Write as _;
+            for (i, n) in sizes.iter().enumerate() {
+                let mut piece = body(*n);
+                if i == sizes.len() - 1 {
+                    piece.extend_from_slice(TITLE);
+                }
+                w.write_all(&piece).expect("write");
+                std::thread::sleep(gap);
+            }
+        })
+        .await;
+        assert!(
+            got.ends_with(TITLE),
+            "the write's end waited for the grid: {} of {total} bytes came",
+            got.len()
+        );
+    }
+
     #[tokio::test]
     async fn the_end_of_a_flood_comes_at_once_when_the_pane_stops_not_on_the_grid() {
         // A 230 KB redraw in one go (it fills the pipe: a flood), its title last. The grid is
@@ -484,25 +509,7 @@ mod tests {
     async fn a_big_write_that_comes_in_pieces_is_read_to_its_end_not_on_the_grid() {
         // Three pieces of 40 KB (each below a flood's pipe-full, each above a big read) a few
         // milliseconds apart, as tmux passes a big write on; the title closes the last one.
-        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
-        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
-            use std::io::Write as _;
-            for i in 0..3 {
-                let mut piece = body(40 * 1024);
-                if i == 2 {
-                    piece.extend_from_slice(TITLE);
-                }
-                w.write_all(&piece).expect("write");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        })
-        .await;
-        assert!(
-            got.ends_with(TITLE),
-            "the write's end waited for the grid: {} of {} bytes came",
-            got.len(),
-            3 * 40 * 1024 + TITLE.len()
-        );
+        assert_pieces_come_whole(&[40 * 1024; 3], Duration::from_millis(10)).await;
     }
 
     #[tokio::test]
@@ -534,26 +541,8 @@ mod tests {
         // A busy tmux passes a big write on in pieces of one to four of its 4095-byte reads of
         // the pane, a few milliseconds apart (the pieces a busy server made of Gemini CLI's
         // end-of-reply redraw); the title closes the last one.
-        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
-        const PIECES: [usize; 6] = [16380, 4095, 12285, 8190, 4095, 4095];
-        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
-            use std::io::Write as _;
-            for (i, n) in PIECES.into_iter().enumerate() {
-                let mut piece = body(n);
-                if i == PIECES.len() - 1 {
-                    piece.extend_from_slice(TITLE);
-                }
-                w.write_all(&piece).expect("write");
-                std::thread::sleep(Duration::from_millis(4));
-            }
-        })
-        .await;
-        assert!(
-            got.ends_with(TITLE),
-            "the write's end waited for the grid: {} of {} bytes came",
-            got.len(),
-            PIECES.iter().sum::<usize>() + TITLE.len()
-        );
+        let pieces = [16380, 4095, 12285, 8190, 4095, 4095];
+        assert_pieces_come_whole(&pieces, Duration::from_millis(4)).await;
     }
 
     #[tokio::test]
