@@ -21,6 +21,7 @@
 //! pipe ([`crate::tmux::observer`]).
 
 pub mod keep;
+mod pace;
 mod reader;
 pub mod relay;
 

@@ -5,16 +5,7 @@
 //!
 //! Each read takes everything the pipe holds, however much: tmux keeps whatever a pipe does not
 //! take in its own memory, without bound, and does not let a pane whose pipe still holds bytes
-//! close. A pipe holds about 64 KiB of tmux's writes, so a pane whose reads bring that much
-//! within a read period (a flood: one read of a full pipe, or a steady stream) is read as soon
-//! as tmux writes while each read finds it full, and [`FLOOD_STEP`] later when one found less,
-//! until a read period brings little; what is kept of it still goes to the daemon once a
-//! period, and at once when a read brings less than [`EBB_BYTES`]: the pane (all but) stopped,
-//! and the end of its burst (often the title or report that closes an agent's redraw) does
-//! not wait for the grid. A flood younger than a read period is one big write (Gemini CLI's
-//! 230 KB end-of-reply redraw): it is read every [`FLOOD_STEP`] until a read finds the pipe
-//! empty, and so is a pane in the read period after a read of [`BIG_READ`], so that the end of
-//! a write tmux passes on in pieces does not wait for the grid. What of it
+//! close. Floods and big writes are paced as [`super::pace`] says. What of it
 //! goes to the daemon is bounded by the pipe's [`Keeper`]: past a burst and a rate, only the
 //! escape sequences, and a count of the bytes left out (`skipped`), so that the daemon looks
 //! at the screen again. When the daemon falls behind (the event channel is full) what is kept
@@ -27,6 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use super::keep::Keeper;
+use super::pace::{deliver_now, flood_wait, Flood, Lately, BIG_READ, FLOOD_BYTES, FLOOD_STEP};
 use super::{PipeEvent, PIPES};
 use crate::ids::PaneId;
 use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
@@ -36,28 +28,6 @@ use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
 const READ_LIMIT: usize = 8 * 1024 * 1024;
 /// How much each read takes at most.
 const CHUNK: usize = 64 * 1024;
-/// Reads that bring this much within a read period start a flood: one such read found the
-/// pipe (about 64 KiB of tmux's 4 KiB writes) full; a 1 MiB/s build log read at each of its
-/// 20 ms writes brings it in three.
-const FLOOD_BYTES: usize = 48 * 1024;
-/// The shortest wait of a flooding pane's pipe after a read that found it less than full.
-const FLOOD_STEP: Duration = Duration::from_millis(2);
-/// What a flooding pane's pipe is left to gather between two reads, at its last rate: well
-/// below what makes tmux hold its writes back (about 53 KiB in the pipe), and in few wake-ups
-/// (a 1 MiB/s build log is read about 30 times a second, not at each of tmux's writes).
-const FLOOD_TARGET: usize = 24 * 1024;
-/// A read that brings this much is part of a big write (an agent's whole redraw): for a read
-/// period after it, a read that brings anything is followed by another [`FLOOD_STEP`] later,
-/// not on the read grid. Below what tmux writes a pipe in one turn of its loop (16 KiB) and
-/// two of its reads of a pane (2 × 4095 bytes): on a busy server Gemini CLI's 230 KB
-/// end-of-reply redraw came in reads of 16 380, 4 095, 12 285 and 8 190 bytes, and what
-/// followed waited for the grid.
-const BIG_READ: usize = 8000;
-/// A read in a flood that brings less than this (one of tmux's reads of a pane, 4 KiB) finds
-/// the pane stopped or nearly: what the flood's reads kept goes to the daemon at once. The
-/// last read of Gemini CLI's redraw brought 187 bytes, its title among them; the read grid
-/// would have held them 100 ms.
-const EBB_BYTES: usize = 4 * 1024;
 /// How long a quiet pipe that tmux wrote to waits before it is read: tmux reads a pane 4 KiB at
 /// a time and writes each piece to the pipe, so one write of the program (an agent's redraw
 /// that sets two titles) comes in pieces less than a millisecond apart; read at the first
@@ -105,107 +75,6 @@ impl Stream {
             Stream::Gone => Err(std::io::Error::other("pipe lost")),
         }
     }
-}
-
-/// A pane that floods its pipe: read as fast as it fills, delivered on the read grid.
-#[derive(Clone, Copy, Debug)]
-struct Flood {
-    /// When the flood began.
-    began: Instant,
-    /// The start of the current read period, and the bytes read since.
-    since: Instant,
-    bytes: usize,
-    /// When what is kept goes to the daemon next.
-    deliver_at: Instant,
-}
-
-impl Flood {
-    /// After a read of `got` bytes at `now`, `lately` bytes read in the [`Lately`] window
-    /// (`got` among them): a flood starts once reads within a read period brought
-    /// [`FLOOD_BYTES`] (one read that finds the pipe full, or the quick reads of a big write
-    /// or a steady stream) and lasts while each read period brings as much (a quiet pipe is
-    /// not read: a period with no read at all ended it).
-    fn next(
-        flood: Option<Flood>,
-        now: Instant,
-        got: usize,
-        lately: usize,
-        period: Duration,
-    ) -> Option<Flood> {
-        let start = |f: Option<Flood>| {
-            (lately >= FLOOD_BYTES).then_some(Flood {
-                began: f.map_or(now, |f| f.began),
-                since: now,
-                bytes: got,
-                deliver_at: f.map_or(now, |f| f.deliver_at),
-            })
-        };
-        match flood {
-            None => start(None),
-            Some(f) if now.duration_since(f.since) >= period * 2 => start(None),
-            Some(mut f) if now.duration_since(f.since) < period => {
-                f.bytes += got;
-                Some(f)
-            }
-            Some(f) if f.bytes >= FLOOD_BYTES => Some(Flood {
-                since: now,
-                bytes: got,
-                ..f
-            }),
-            Some(f) => start(Some(f)),
-        }
-    }
-
-    /// Whether the flood has lasted a read period: a steady stream, not one big write.
-    fn settled(&self, now: Instant, period: Duration) -> bool {
-        now.duration_since(self.began) >= period
-    }
-}
-
-/// The bytes read in a window of one read period, whatever the reads' sizes: how a flood that
-/// comes in reads of less than a pipe-full is seen.
-#[derive(Clone, Copy, Debug)]
-struct Lately {
-    since: Instant,
-    bytes: usize,
-}
-
-impl Lately {
-    /// Counts a read of `got` bytes at `now`; returns the window's bytes.
-    fn count(&mut self, now: Instant, got: usize, period: Duration) -> usize {
-        if now.duration_since(self.since) >= period {
-            *self = Lately {
-                since: now,
-                bytes: 0,
-            };
-        }
-        self.bytes += got;
-        self.bytes
-    }
-}
-
-/// How long to leave a flooding pipe after a read that took `got` bytes `since` the previous
-/// read: the time the pane takes to write [`FLOOD_TARGET`] at that rate, within
-/// [`FLOOD_STEP`] and `period`.
-fn flood_wait(got: usize, since: Option<Duration>, period: Duration) -> Duration {
-    let Some(since) = since else {
-        return FLOOD_STEP;
-    };
-    if got == 0 {
-        // Woken with nothing to read: the flood is ebbing.
-        return period.max(FLOOD_STEP);
-    }
-    let wait = since.mul_f64(FLOOD_TARGET as f64 / got as f64);
-    wait.clamp(FLOOD_STEP, period.max(FLOOD_STEP))
-}
-
-/// Whether what is kept goes to the daemon after a read that took `got` bytes at `woke`: at
-/// once outside a flood and when the pipe ended; in a flood, on the read grid, or as soon as a
-/// read brings less than [`EBB_BYTES`]: the pane stopped, and what it wrote last (the end of a
-/// burst: the title Gemini CLI sets after its 230 KB end-of-reply redraw) is not left waiting
-/// for the grid.
-fn deliver_now(flood: Option<&Flood>, woke: Instant, got: usize, eof: bool) -> bool {
-    eof || got < EBB_BYTES || flood.is_none_or(|f| woke >= f.deliver_at)
 }
 
 /// Which pipe a reader reads.
@@ -459,24 +328,47 @@ mod tests {
             .collect()
     }
 
-    /// Writes pieces of these sizes `gap` apart, a title closing the last one, to a reader
-    /// with a 10 s grid, and checks that the title came by the deadline.
-    async fn assert_pieces_come_whole(sizes: &[usize], gap: Duration) {
-        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
-        let sizes = sizes.to_vec();
-        let total = sizes.iter().sum::<usize>() + TITLE.len();
+    /// What closes the writes of these tests, as an agent's title closes its redraw.
+    const TITLE: &[u8] = b"\x1b]0;Ready\x07";
+
+    /// Writes pieces of these sizes, each followed by its pause, the title closing the last
+    /// one, to a reader with a 10 s read grid. Returns what came by the deadline (what waited
+    /// for the grid would miss it), and how much was written.
+    async fn pieces_then_title(pieces: &[(usize, Duration)]) -> (Vec<u8>, usize) {
+        let pieces = pieces.to_vec();
+        let total = pieces.iter().map(|(n, _)| n).sum::<usize>() + TITLE.len();
         let got = delivered_until(Duration::from_secs(10), TITLE, move |w| {
             use std::io::Write as _;
-            for (i, n) in sizes.iter().enumerate() {
+            for (i, (n, pause)) in pieces.iter().enumerate() {
                 let mut piece = body(*n);
-                if i == sizes.len() - 1 {
+                if i == pieces.len() - 1 {
                     piece.extend_from_slice(TITLE);
                 }
                 w.write_all(&piece).expect("write");
-                std::thread::sleep(gap);
+                std::thread::sleep(*pause);
             }
         })
         .await;
+        (got, total)
+    }
+
+    #[tokio::test]
+    async fn the_end_of_a_flood_comes_at_once_when_the_pane_stops_not_on_the_grid() {
+        // A 230 KB redraw in one go (it fills the pipe: a flood), its title last.
+        let (got, total) = pieces_then_title(&[(230 * 1024, Duration::ZERO)]).await;
+        assert!(
+            got.ends_with(TITLE),
+            "the burst's end was held back: {} of {total} bytes came",
+            got.len()
+        );
+        assert_eq!(got.len(), total, "every byte, once");
+    }
+
+    #[tokio::test]
+    async fn a_big_write_that_comes_in_pieces_is_read_to_its_end_not_on_the_grid() {
+        // Three pieces of 40 KB (each below a flood's pipe-full, each above a big read) a few
+        // milliseconds apart, as tmux passes a big write on; the title closes the last one.
+        let (got, total) = pieces_then_title(&[(40 * 1024, Duration::from_millis(10)); 3]).await;
         assert!(
             got.ends_with(TITLE),
             "the write's end waited for the grid: {} of {total} bytes came",
@@ -485,54 +377,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_end_of_a_flood_comes_at_once_when_the_pane_stops_not_on_the_grid() {
-        // A 230 KB redraw in one go (it fills the pipe: a flood), its title last. The grid is
-        // 10 s long: what waited for it would miss the 5 s deadline.
-        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
-        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
-            use std::io::Write as _;
-            let mut all = body(230 * 1024);
-            all.extend_from_slice(TITLE);
-            w.write_all(&all).expect("write");
-        })
-        .await;
-        assert!(
-            got.ends_with(TITLE),
-            "the burst's end was held back: {} of {} bytes came",
-            got.len(),
-            230 * 1024 + TITLE.len()
-        );
-        assert_eq!(got.len(), 230 * 1024 + TITLE.len(), "every byte, once");
-    }
-
-    #[tokio::test]
-    async fn a_big_write_that_comes_in_pieces_is_read_to_its_end_not_on_the_grid() {
-        // Three pieces of 40 KB (each below a flood's pipe-full, each above a big read) a few
-        // milliseconds apart, as tmux passes a big write on; the title closes the last one.
-        assert_pieces_come_whole(&[40 * 1024; 3], Duration::from_millis(10)).await;
-    }
-
-    #[tokio::test]
     async fn a_late_tail_after_a_big_write_s_flood_is_read_when_it_comes_not_on_the_grid() {
         // A 100 KB redraw fills the pipe (a flood) and 20 KB more follow; the title that
         // closes it comes 30 ms later, after a read found the pipe empty.
-        const TITLE: &[u8] = b"\x1b]0;Ready\x07";
-        let got = delivered_until(Duration::from_secs(10), TITLE, |w| {
-            use std::io::Write as _;
-            w.write_all(&body(100 * 1024)).expect("write");
-            std::thread::sleep(Duration::from_millis(10));
-            w.write_all(&body(20 * 1024)).expect("write");
-            std::thread::sleep(Duration::from_millis(30));
-            let mut tail = body(187);
-            tail.extend_from_slice(TITLE);
-            w.write_all(&tail).expect("write");
-        })
-        .await;
+        let ms = Duration::from_millis;
+        let (got, total) =
+            pieces_then_title(&[(100 * 1024, ms(10)), (20 * 1024, ms(30)), (187, ms(0))]).await;
         assert!(
             got.ends_with(TITLE),
-            "the late tail waited for the grid: {} of {} bytes came",
-            got.len(),
-            120 * 1024 + 187 + TITLE.len()
+            "the late tail waited for the grid: {} of {total} bytes came",
+            got.len()
         );
     }
 
@@ -541,8 +395,13 @@ mod tests {
         // A busy tmux passes a big write on in pieces of one to four of its 4095-byte reads of
         // the pane, a few milliseconds apart (the pieces a busy server made of Gemini CLI's
         // end-of-reply redraw); the title closes the last one.
-        let pieces = [16380, 4095, 12285, 8190, 4095, 4095];
-        assert_pieces_come_whole(&pieces, Duration::from_millis(4)).await;
+        let pieces = [16380, 4095, 12285, 8190, 4095, 4095].map(|n| (n, Duration::from_millis(4)));
+        let (got, total) = pieces_then_title(&pieces).await;
+        assert!(
+            got.ends_with(TITLE),
+            "the write's end waited for the grid: {} of {total} bytes came",
+            got.len()
+        );
     }
 
     #[tokio::test]
@@ -589,79 +448,5 @@ mod tests {
             deliveries <= 30,
             "{deliveries} deliveries for 50 writes: the stream was read at each write"
         );
-    }
-
-    #[test]
-    fn reads_that_bring_a_pipe_full_within_a_period_start_a_flood() {
-        let t0 = Instant::now();
-        let period = Duration::from_millis(100);
-        let at = |ms| t0 + Duration::from_millis(ms);
-        let mut lately = Lately {
-            since: t0,
-            bytes: 0,
-        };
-        let mut flood = None;
-        for (i, ms) in [0, 20, 40].into_iter().enumerate() {
-            let n = lately.count(at(ms), 21 * 1024, period);
-            flood = Flood::next(flood, at(ms), 21 * 1024, n, period);
-            assert_eq!(flood.is_some(), i == 2, "after read {i}");
-        }
-        // Reads further apart than a period never add up.
-        let mut lately = Lately {
-            since: t0,
-            bytes: 0,
-        };
-        let mut flood = None;
-        for ms in [0, 120, 240, 360] {
-            let n = lately.count(at(ms), 30 * 1024, period);
-            flood = Flood::next(flood, at(ms), 30 * 1024, n, period);
-            assert!(flood.is_none(), "at {ms} ms");
-        }
-    }
-
-    #[test]
-    fn in_a_flood_a_read_that_brings_little_delivers_at_once() {
-        let now = Instant::now();
-        let flood = Flood {
-            began: now,
-            since: now,
-            bytes: 200 * 1024,
-            deliver_at: now + Duration::from_millis(100),
-        };
-        // The last piece of Gemini CLI's redraw: 187 bytes, its title among them.
-        assert!(deliver_now(Some(&flood), now, 187, false));
-        assert!(
-            deliver_now(Some(&flood), now, 0, false),
-            "the pipe was empty"
-        );
-        assert!(
-            !deliver_now(Some(&flood), now, 20 * 1024, false),
-            "a flood still pouring in waits for the grid"
-        );
-        assert!(deliver_now(
-            Some(&flood),
-            now + Duration::from_millis(100),
-            20 * 1024,
-            false
-        ));
-        assert!(
-            deliver_now(None, now, 20 * 1024, false),
-            "no flood: at once"
-        );
-    }
-
-    #[test]
-    fn a_flood_is_left_to_gather_a_part_of_a_pipe_full_at_its_rate() {
-        let period = Duration::from_millis(100);
-        let ms = Duration::from_millis;
-        // 1 MiB/s: 2 KiB came in 2 ms, so 24 KiB take about 23 ms.
-        let w = flood_wait(2048, Some(ms(2)), period);
-        assert!(w >= ms(22) && w <= ms(25), "{w:?}");
-        // Faster than the shortest wait allows, or the first read of a flood.
-        assert_eq!(flood_wait(40_000, Some(ms(1)), period), FLOOD_STEP);
-        assert_eq!(flood_wait(100, None, period), FLOOD_STEP);
-        // Slow, or nothing: at most a read period.
-        assert_eq!(flood_wait(100, Some(ms(50)), period), period);
-        assert_eq!(flood_wait(0, Some(ms(2)), period), period);
     }
 }
