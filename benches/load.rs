@@ -17,6 +17,9 @@
 //!   at PATH, in alternating windows (no poller); `--no-poller`;
 //! - `--no-stream`, `--no-churn`: leave the streaming pane (an idle shell in its place) or the
 //!   sessions made and killed out of the load, to weigh each part of it;
+//! - `--chunked`: the agents replay the recordings of `tests/fixtures/agents` in 50 ms chunks
+//!   (the pace of the figures before the thirteenth session), not the paced recordings of
+//!   `tests/fixtures/paced` at the pace the agents wrote them;
 //! - `--hold`: build the load and keep it up until Ctrl-C (for profiling by hand; at most four
 //!   hours, where a run's watchdog allows its windows and five minutes);
 //! - `LOAD_SIDECAR_LOG=FILTER`: the sidecar's log filter (`warn` by default; the warnings are
@@ -80,6 +83,8 @@ struct Options {
     no_stream: bool,
     /// Leave the sessions made and killed out.
     no_churn: bool,
+    /// Replay the agents in 50 ms chunks, not at their recorded pace.
+    chunked: bool,
 }
 
 fn options(args: &[String]) -> Options {
@@ -99,6 +104,7 @@ fn options(args: &[String]) -> Options {
         hold: false,
         no_stream: false,
         no_churn: false,
+        chunked: false,
     };
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
@@ -116,6 +122,7 @@ fn options(args: &[String]) -> Options {
             "--no-poller" => o.poller = false,
             "--no-stream" => o.no_stream = true,
             "--no-churn" => o.no_churn = true,
+            "--chunked" => o.chunked = true,
             "--window" | "--duration" => {
                 window = Some(
                     it.next()
@@ -204,6 +211,7 @@ fn main() {
         spec.shells += 1;
     }
     spec.churn &= !o.no_churn;
+    spec.chunked = o.chunked;
     let this =
         o.a.clone()
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_thinkterm-sidecar")));
@@ -265,6 +273,9 @@ fn main() {
         o.rounds,
         o.window.as_secs_f64(),
     );
+    for line in world::pace_summary(&spec) {
+        println!("load: {line}");
+    }
     if o.hold {
         println!("load: holding; stream pane {}", load.stream);
         loop {
@@ -532,6 +543,19 @@ fn print_score(who: &str, s: &Score) {
         .map(|(l, what)| format!("{what} {l} ms"))
         .collect();
     println!("  - slowest: {}", slow.join(", "));
+    // The idles' debounce fills the list above; the quick kinds' own slowest.
+    for kind in ["working", "blocked"] {
+        let slow: Vec<String> = s
+            .detail
+            .iter()
+            .filter(|(_, what)| what.contains(&format!(" {kind} (")))
+            .take(3)
+            .map(|(l, what)| format!("{what} {l} ms"))
+            .collect();
+        if !slow.is_empty() {
+            println!("  - slowest to {kind}: {}", slow.join(", "));
+        }
+    }
     for m in &s.missed {
         println!("  - missed: {m}");
     }

@@ -3,8 +3,9 @@
 //! identifies it from its foreground process. It replays a recording's `raw-main-120x40.bin`
 //! (every byte the real agent wrote to its pty) in a loop at the recorded pace, and logs the
 //! instant of every change of the ground-truth state (the frames' `.json` files give
-//! `raw_offset`, `t_since_start` and `state`). The streaming pane writes log lines at a fixed
-//! rate.
+//! `raw_offset`, `t_since_start` and `state`). A recording with a [`PACE`] file is replayed at
+//! the pace the agent wrote it (one write per read of the capture's pipe, at its instant);
+//! one without, in [`CHUNK_S`] chunks. The streaming pane writes log lines at a fixed rate.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,10 @@ use super::unix_ms;
 
 /// The recording every fake agent replays, in its fixture folder.
 pub const RAW: &str = "raw-main-120x40.bin";
+/// Beside [`RAW`] in a paced recording: one line per read of the capture's pipe (each of
+/// tmux's writes of the pane's bytes), `T END`: seconds since the capture began, and the raw
+/// stream's offset at the read's end.
+pub const PACE: &str = "raw-main-120x40.pace";
 /// Quiet time after the last recorded frame before the replay loops.
 const LOOP_TAIL_S: f64 = 1.5;
 /// Pace of the chunks written between two frames of the same state.
@@ -71,14 +76,55 @@ pub fn load_frames(dir: &Path) -> Vec<Frame> {
     frames
 }
 
+/// One read of a paced recording's pipe: `t` seconds into the capture, ending at raw offset
+/// `end`.
+#[derive(Clone, Copy, Debug)]
+pub struct Read {
+    pub t: f64,
+    pub end: usize,
+}
+
+/// The [`PACE`] of the recording in `dir`, if it has one (a line that does not parse fails the
+/// run: a bench must not quietly fall back to another pace).
+pub fn load_pace(dir: &Path) -> Option<Vec<Read>> {
+    let p = dir.join(PACE);
+    let text = std::fs::read_to_string(&p).ok()?;
+    let reads = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut w = l.split_whitespace();
+            match (
+                w.next().and_then(|t| t.parse().ok()),
+                w.next().and_then(|e| e.parse().ok()),
+            ) {
+                (Some(t), Some(end)) => Read { t, end },
+                _ => panic!("{}:{}: expected `T END`", p.display(), i + 1),
+            }
+        })
+        .collect();
+    Some(reads)
+}
+
 /// One write of the replay: at `t` seconds into the loop, bytes `from..to` (after a terminal
-/// reset when `reset`); `label` when this write is the one that changes the ground-truth state.
+/// reset when `reset`), or a NUL when `pad` (a write that leaves the screen as it is);
+/// `label` when this write is the one that changes the ground-truth state.
 pub struct Step {
     pub t: f64,
     pub from: usize,
     pub to: usize,
     pub reset: bool,
+    pub pad: bool,
     pub label: Option<(String, String)>,
+}
+
+/// The replay's writes, and the loop's period: [`schedule_paced`] when the recording has its
+/// `pace`, else [`schedule_chunked`].
+pub fn schedule(frames: &[Frame], len: usize, pace: Option<&[Read]>) -> (Vec<Step>, f64) {
+    match pace {
+        Some(pace) => schedule_paced(frames, len, pace),
+        None => schedule_chunked(frames, len),
+    }
 }
 
 /// Between two frames of the same state the bytes go out in `CHUNK_S` chunks at the recorded
@@ -88,8 +134,7 @@ pub struct Step {
 /// frames, and between two frames of one state it can pass through others (after Claude Code's
 /// frame 010 the next prompt's working and blocked screens come before frame 011's idle), which
 /// would otherwise leave the labelled state on screen for less than the debounce.
-/// Returns the steps and the loop's period.
-pub fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
+pub fn schedule_chunked(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
     let mut steps = Vec::new();
     let (mut t0, mut o0, mut prev): (f64, usize, Option<&str>) = (0.0, 0, None);
     let mut prev_labelled = false;
@@ -101,6 +146,7 @@ pub fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
                 from: o0,
                 to: f.offset,
                 reset: i == 0,
+                pad: false,
                 label: changes.then(|| (f.state.clone(), f.label.clone())),
             });
         } else {
@@ -116,6 +162,7 @@ pub fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
                     from: a,
                     to: b,
                     reset: i == 0 && j == 0,
+                    pad: false,
                     label: None,
                 });
             }
@@ -125,16 +172,72 @@ pub fn schedule(frames: &[Frame], len: usize) -> (Vec<Step>, f64) {
         o0 = f.offset;
         prev = Some(&f.state);
     }
+    tail(&mut steps, t0, o0, len);
+    (steps, t0 + LOOP_TAIL_S)
+}
+
+/// The agent's own pace: one write at the instant of each read of the capture's pipe (as often
+/// as the agent made tmux read its pane), carrying that read's bytes. Where the state changes,
+/// the stretch's bytes go out in one write at the later frame's time, as in
+/// [`schedule_chunked`], and its reads' writes are NULs (tmux reads the pane as often, the
+/// screen changes state at a known instant); so are the reads' writes within `DWELL_S` after
+/// such a write, whose bytes go with the next read after it (or at the next frame).
+pub fn schedule_paced(frames: &[Frame], len: usize, pace: &[Read]) -> (Vec<Step>, f64) {
+    let mut steps: Vec<Step> = Vec::new();
+    let push = |steps: &mut Vec<Step>, t: f64, from: usize, to: usize, pad: bool, label| {
+        let reset = steps.is_empty();
+        steps.push(Step {
+            t,
+            from,
+            to,
+            reset,
+            pad,
+            label,
+        });
+    };
+    // What is written up to, and no bytes before `hold` (the dwell after a labelled write).
+    let (mut done, mut hold) = (0, 0.0);
+    let (mut t0, mut o0, mut prev): (f64, usize, Option<&str>) = (0.0, 0, None);
+    for f in frames {
+        let changes = prev.is_some_and(|p| p != f.state);
+        for r in pace.iter().filter(|r| r.end > o0 && r.end <= f.offset) {
+            let t = r.t.clamp(t0, f.t);
+            if changes || t < hold {
+                push(&mut steps, t, done, done, true, None);
+            } else {
+                push(&mut steps, t, done, r.end, false, None);
+                done = r.end;
+            }
+        }
+        if changes {
+            let label = Some((f.state.clone(), f.label.clone()));
+            push(&mut steps, f.t, done, f.offset, false, label);
+            hold = f.t + DWELL_S;
+            done = f.offset;
+        } else if done < f.offset || steps.is_empty() {
+            push(&mut steps, f.t, done, f.offset, false, None);
+            done = f.offset;
+        }
+        t0 = f.t;
+        o0 = f.offset;
+        prev = Some(&f.state);
+    }
+    tail(&mut steps, t0, o0, len);
+    (steps, t0 + LOOP_TAIL_S)
+}
+
+/// What the recording holds after its last frame goes out half a second after it.
+fn tail(steps: &mut Vec<Step>, t0: f64, o0: usize, len: usize) {
     if o0 < len {
         steps.push(Step {
             t: t0 + 0.5,
             from: o0,
             to: len,
             reset: false,
+            pad: false,
             label: None,
         });
     }
-    (steps, t0 + LOOP_TAIL_S)
 }
 
 /// Fake agent mode: `AGENT RAW FRAMES_DIR PHASE_S LOG` (or `AGENT --version`). Replays forever
@@ -157,7 +260,8 @@ pub fn replay(args: &[String]) -> ! {
         .ok();
     // A real TUI puts its tty in raw mode: otherwise tmux's answers to its queries would echo.
     let _ = Command::new("stty").args(["raw", "-echo"]).status();
-    let (steps, period) = schedule(&frames, raw.len());
+    let pace = load_pace(Path::new(&args[1]));
+    let (steps, period) = schedule(&frames, raw.len(), pace.as_deref());
     if steps.is_empty() {
         eprintln!("replay: no frames in {}", args[1]);
         std::process::exit(1);
@@ -190,7 +294,11 @@ pub fn replay(args: &[String]) -> ! {
             if s.reset {
                 let _ = out.write_all(b"\x1bc");
             }
-            let _ = out.write_all(&raw[s.from..s.to]);
+            if s.pad {
+                let _ = out.write_all(b"\0");
+            } else {
+                let _ = out.write_all(&raw[s.from..s.to]);
+            }
             let _ = out.flush();
             // How long the pty took the bytes: a big write goes at tmux's reading pace.
             let wrote = unix_ms().saturating_sub(began);

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::fixtures;
-use super::replay::{load_frames, schedule, RAW};
+use super::replay::{load_frames, load_pace, schedule, RAW};
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup.
@@ -84,45 +84,113 @@ pub fn tmux(name: &str, args: &[&str]) -> String {
 // ---------------------------------------------------------------------------------------------
 // What a load is made of.
 
-/// A fake agent: the command it runs as, and its recording's folder.
+/// A fake agent: the command it runs as, its recording's folder (`tests/fixtures/agents`),
+/// and the folder of a recording of the same version with its pace (`tests/fixtures/paced`),
+/// where there is one.
 #[derive(Clone, Copy, Debug)]
 pub struct AgentKind {
     pub command: &'static str,
     pub fixture: &'static str,
+    pub paced: Option<&'static str>,
+}
+
+/// Where the paced recordings are: one per agent version, each with its [`super::replay::PACE`].
+pub const PACED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/paced");
+
+impl AgentKind {
+    /// The recording this agent replays: the paced one unless `chunked` (or there is none).
+    pub fn recording(&self, chunked: bool) -> PathBuf {
+        match self.paced.filter(|_| !chunked) {
+            Some(rel) => {
+                let p = Path::new(PACED).join(rel);
+                assert!(
+                    p.join(RAW).exists() && load_pace(&p).is_some(),
+                    "paced recording missing: {} (see tests/fixtures/README.md)",
+                    p.display()
+                );
+                p
+            }
+            None => fixtures::version_dir(self.fixture),
+        }
+    }
+}
+
+/// What the load's fake agents write, one line per kind: the replay's writes a second (what
+/// costs tmux a turn of its loop each) against the capture's reads a second where the
+/// recording has its pace.
+pub fn pace_summary(spec: &Spec) -> Vec<String> {
+    let mut kinds: Vec<AgentKind> = Vec::new();
+    for k in &spec.agents {
+        if !kinds.iter().any(|x| x.fixture == k.fixture) {
+            kinds.push(*k);
+        }
+    }
+    kinds
+        .iter()
+        .map(|k| {
+            let dir = k.recording(spec.chunked);
+            let frames = load_frames(&dir);
+            let pace = load_pace(&dir);
+            let (steps, period) = schedule(&frames, 0, pace.as_deref());
+            let last = frames.last().map_or(0.0, |f| f.t);
+            let real = pace.as_ref().map_or(String::new(), |p| {
+                let n = p.iter().filter(|r| r.t <= last).count();
+                format!(
+                    ", the agent {:.1} (its capture's pipe reads)",
+                    n as f64 / last
+                )
+            });
+            format!(
+                "{}: {:.1} writes a second{real}",
+                dir.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                    .unwrap_or(&dir)
+                    .display(),
+                steps.len() as f64 / period
+            )
+        })
+        .collect()
 }
 
 /// The agents with a raw recording whose frames carry their timing.
 pub const CLAUDE: AgentKind = AgentKind {
     command: "claude",
     fixture: "claude-code/2.1.332",
+    paced: Some("claude-code/2.1.332"),
 };
 pub const CLAUDE_328: AgentKind = AgentKind {
     command: "claude",
     fixture: "claude-code/2.1.328",
+    paced: Some("claude-code/2.1.328"),
 };
 pub const CODEX: AgentKind = AgentKind {
     command: "codex",
     fixture: "codex/0.171.0",
+    paced: Some("codex/0.171.0"),
 };
 pub const COPILOT: AgentKind = AgentKind {
     command: "copilot",
     fixture: "copilot/1.0.102",
+    paced: Some("copilot/1.0.102"),
 };
 pub const GEMINI: AgentKind = AgentKind {
     command: "gemini",
     fixture: "gemini-cli/0.61.0",
+    paced: Some("gemini-cli/0.61.0"),
 };
 pub const KIMI: AgentKind = AgentKind {
     command: "kimi",
     fixture: "kimi/1.51.0",
+    paced: None,
 };
 pub const OPENCODE: AgentKind = AgentKind {
     command: "opencode",
     fixture: "opencode/1.18.33",
+    paced: Some("opencode/1.18.33"),
 };
 pub const PI: AgentKind = AgentKind {
     command: "pi",
     fixture: "pi/0.73.1",
+    paced: Some("pi/0.73.1"),
 };
 
 /// The shape of a load.
@@ -136,6 +204,9 @@ pub struct Spec {
     pub stream_rate: u64,
     /// Sessions created and killed all along.
     pub churn: bool,
+    /// The agents replay their recordings in 50 ms chunks (the pace of the first twelve
+    /// sessions' figures), not at the pace the agents wrote them.
+    pub chunked: bool,
 }
 
 /// The 50-pane load: 5 sessions, 5 Claude Code agents, 1 streaming pane, 44 idle shells.
@@ -147,6 +218,7 @@ pub fn standard() -> Spec {
         shells: 44,
         stream_rate: 1 << 20,
         churn: false,
+        chunked: false,
     }
 }
 
@@ -172,6 +244,7 @@ pub fn scale() -> Spec {
         shells: 210 - 21,
         stream_rate: 1 << 20,
         churn: true,
+        chunked: false,
     }
 }
 
@@ -185,6 +258,7 @@ pub fn idle(panes: usize) -> Spec {
         shells: panes.max(1),
         stream_rate: 0,
         churn: false,
+        chunked: false,
     }
 }
 
@@ -241,7 +315,7 @@ pub fn build(dir: &Path, spec: &Spec) -> Load {
             if !link.exists() {
                 std::os::unix::fs::symlink(&exe, &link).expect("symlink agent command");
             }
-            let fixtures = fixtures::version_dir(kind.fixture);
+            let fixtures = kind.recording(spec.chunked);
             let raw = fixtures.join(RAW);
             assert!(raw.exists(), "missing recording {}", raw.display());
             let frames = load_frames(&fixtures);
@@ -250,7 +324,7 @@ pub fn build(dir: &Path, spec: &Spec) -> Load {
                 "no frames for {RAW} in {}",
                 fixtures.display()
             );
-            let (_, period) = schedule(&frames, 0);
+            let (_, period) = schedule(&frames, 0, load_pace(&fixtures).as_deref());
             log = dir.join(format!("agent-{k}.log"));
             let phase = format!("{:.3}", period * k as f64 / n as f64);
             args.extend([
