@@ -386,6 +386,7 @@ fn a_busy_pane_is_read_on_the_grid_and_nothing_is_lost() {
                 std::time::Duration::from_millis(50),
             ),
             timer: Timer::start(),
+            quick: Default::default(),
         };
         let mut obs = Observer::connect_paced(find_tmux().unwrap(), addr, pacing)
             .await

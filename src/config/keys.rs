@@ -64,9 +64,10 @@ settings! {
         /// How long output may settle before a dirty pane is captured, in milliseconds (up to
         /// 2 s: a later capture would show a state long after it began).
         capture_delay_ms: u64 = 40, range 0..=2000;
-        /// Shortest time between two captures of a pane that keeps drawing, in milliseconds
+        /// Shortest time between two looks at (captures of) a pane that keeps drawing, in
+        /// milliseconds, on the grid of half `read_batch_ms` its pipe is read on while it draws
         /// (at least 20: one capture per redraw would cost more than the redraw; at most 5 s).
-        capture_interval_ms: u64 = 100, range 20..=5000;
+        capture_interval_ms: u64 = 50, range 20..=5000;
         /// An agent pane read through its pipe keeps a terminal model of its screen, fed by
         /// its bytes: its screen is read from the model, and captured from tmux only to check
         /// the model, at most every this many milliseconds while it draws and once after it
@@ -75,9 +76,10 @@ settings! {
         screen_model_check_ms: u64 = 2000, range 0..=60000;
         /// Seconds between slow re-probes of foreground processes (at most an hour).
         probe_interval_s: u64 = 10, range 1..=3600;
-        /// While panes keep writing, read their control client every this many milliseconds
-        /// instead of at every write; capture rounds and spinner frames land on the same grid,
-        /// at half this step (0: read every write at once).
+        /// While panes keep writing, read their control client or pipe every this many
+        /// milliseconds instead of at every write (an agent's pipe at half this step); capture
+        /// rounds and spinner frames land on the same grid, at half this step (0: read every
+        /// write at once).
         read_batch_ms: u64 = 100, range 0..=MAX_READ_BATCH_MS;
         /// A pane with no agent, report or variable that writes more than this many KiB per
         /// second has its copy of the output paused in the sidecar's control client (0: never;

@@ -4,8 +4,9 @@
 //! next round is due and whether one is in flight.
 //!
 //! A pane that was quiet is captured a little after it writes (its redraw settles); panes that
-//! keep drawing are captured at most every `capture_interval_ms`, together, on the read grid, so
-//! that one wake-up reads their output and sends the captures and one more takes in the replies.
+//! keep drawing are captured at most every `capture_interval_ms`, together, on the fine grid
+//! their pipes are read on while they draw ([`crate::tmux::quick::QuickPanes`]), so that one
+//! wake-up reads their output and sends the captures and one more takes in the replies.
 //! While a round is in flight no other starts; what wrote meanwhile waits for the next. Pure:
 //! every method takes `now`.
 
@@ -32,15 +33,14 @@ pub struct CaptureScheduler {
     delay: Duration,
     /// Shortest time between two captures of one pane.
     every: Duration,
-    /// The fine grid (timers that need the half step).
+    /// The fine grid: busy panes are captured on its instants (an agent's pipe is read on
+    /// them while it draws, [`crate::tmux::quick::QuickPanes`]).
     grid: Grid,
-    /// The read grid (busy panes are captured on its instants).
-    reads: Grid,
 }
 
 impl CaptureScheduler {
     /// A schedule with these timings, on these grids.
-    pub fn new(delay: Duration, every: Duration, grid: Grid, reads: Grid) -> Self {
+    pub fn new(delay: Duration, every: Duration, grid: Grid) -> Self {
         CaptureScheduler {
             pending: BTreeSet::new(),
             captured_at: HashMap::new(),
@@ -50,7 +50,6 @@ impl CaptureScheduler {
             delay,
             every,
             grid,
-            reads,
         }
     }
 
@@ -184,11 +183,12 @@ impl CaptureScheduler {
     }
 
     /// When a pane is due by its interval: `every` after its last capture, rounded to the
-    /// nearest read instant (panes drawing at once share rounds).
+    /// nearest instant of the fine grid, which its pipe is read on while it draws (panes
+    /// drawing at once share rounds).
     fn last_due(&self, pane: PaneId) -> Option<Instant> {
         self.captured_at
             .get(&pane)
-            .map(|t| self.reads.nearest(*t, self.every))
+            .map(|t| self.grid.nearest(*t, self.every))
     }
 }
 
@@ -205,7 +205,7 @@ mod tests {
     }
 
     fn sched(grid: Grid) -> CaptureScheduler {
-        CaptureScheduler::new(ms(40), ms(100), grid, grid.coarser(2))
+        CaptureScheduler::new(ms(40), ms(100), grid)
     }
 
     #[test]
@@ -241,9 +241,9 @@ mod tests {
         let grid = Grid::new(e, ms(50));
         let mut s = sched(grid);
         let (a, b, c) = (PaneId(1), PaneId(2), PaneId(3));
-        // a was captured on a read instant, b half a period later.
+        // a was captured on a grid instant, b 20 ms later (the end of its hold).
         s.captured_at.insert(a, e + ms(1000));
-        s.captured_at.insert(b, e + ms(1050));
+        s.captured_at.insert(b, e + ms(1020));
         s.pending.extend([a, b, c]);
         s.due = Some(e + ms(1060));
         assert_eq!(s.start(e + ms(1060), no_hold), [c]);

@@ -138,7 +138,6 @@ impl Daemon {
             Duration::from_millis(c.capture_delay_ms),
             Duration::from_millis(c.capture_interval_ms),
             pacing.grid,
-            pacing.reads(),
         );
         let terminal = TerminalNotes::new(
             &c.terminal_notifications,

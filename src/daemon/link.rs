@@ -381,6 +381,7 @@ impl Daemon {
         self.link.retry(now.at);
         self.panes.clear();
         self.captures.reset();
+        self.pacing.quick.clear();
         self.prober.reset();
         self.windows.reset();
         self.status.reset();

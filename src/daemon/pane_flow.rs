@@ -158,6 +158,7 @@ impl Daemon {
             tracing::debug!(%pane, pid, "pane respawned");
             let old = self.panes.remove(&pane);
             self.captures.forget(pane);
+            self.pacing.quick.set(pane, false);
             self.rollup(now, RollupInput::PaneGone(pane));
             self.add_pane(now, pane, pid);
             // What the new program reported before we knew it ran: the bytes that came since
@@ -200,6 +201,7 @@ impl Daemon {
             self.panes.remove(&id);
             self.prober.settled(id);
             self.captures.forget(id);
+            self.pacing.quick.set(id, false);
             self.notifier.forget_pane(id);
             self.rollup(now, RollupInput::PaneGone(id));
         }
@@ -293,6 +295,8 @@ impl Daemon {
             tmux_title.as_deref(),
         );
         let identified = p.agent().is_some() && p.agent() != before.as_deref();
+        // An agent's pipe is read on the fine grid while it draws (`QuickPanes`).
+        self.pacing.quick.set(pane, p.wants_capture());
         let release = if p.unread() { None } else { p.flood.release() };
         // No longer an agent whose bytes are only redraws: read them all from now on.
         let redraw = if p.redraw_only() {

@@ -25,6 +25,7 @@ use super::attach::{attach, AttachError, Peer};
 use super::escape::Escaped;
 use super::grid::Grid;
 use super::protocol::{Body, Decoder, Line, LineSplitter, Notification, Reply};
+pub use super::quick::QuickPanes;
 use super::server::ServerAddress;
 use crate::ids::PaneId;
 use crate::timer::Timer;
@@ -86,10 +87,12 @@ fn awaited(pending: &Pending) -> bool {
 pub struct Pacing {
     /// Reads of a busy client happen on every second instant of this grid ([`Pacing::reads`]);
     /// the instants between are for timers that need the finer step (a capture shortly after a
-    /// quiet pane wrote).
+    /// quiet pane wrote), and for the reads of [`Pacing::quick`] panes.
     pub grid: Grid,
     /// What wakes the reader at those instants.
     pub timer: Timer,
+    /// Panes whose pipe is read on the finer grid while they keep writing.
+    pub quick: QuickPanes,
 }
 
 impl Pacing {
@@ -98,6 +101,7 @@ impl Pacing {
         Pacing {
             grid: Grid::off(),
             timer: Timer::tokio(),
+            quick: QuickPanes::default(),
         }
     }
 
@@ -106,6 +110,7 @@ impl Pacing {
         Pacing {
             grid: Grid::new(Instant::now(), period / 2),
             timer,
+            quick: QuickPanes::default(),
         }
     }
 

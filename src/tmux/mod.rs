@@ -14,4 +14,5 @@ pub mod inventory;
 pub mod observer;
 pub mod pipe;
 pub mod protocol;
+pub mod quick;
 pub mod server;

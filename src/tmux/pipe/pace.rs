@@ -15,6 +15,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::tmux::grid::Grid;
+
 /// Reads that bring this much within a read period start a flood: one such read found the
 /// pipe (about 64 KiB of tmux's 4 KiB writes) full; a 1 MiB/s build log read at each of its
 /// 20 ms writes brings it in three.
@@ -139,6 +141,40 @@ pub(super) fn deliver_now(flood: Option<&Flood>, woke: Instant, got: usize, eof:
     eof || got < EBB_BYTES || flood.is_none_or(|f| woke >= f.deliver_at)
 }
 
+/// The next read of a pane's pipe that neither floods nor waits for the daemon, after a read
+/// at `woke` that brought `got` bytes (`None`: watch the pipe, and read its next write at
+/// once). `drew` is when a read last brought something before this one.
+///
+/// - An agent's pane (`quick`: [`crate::tmux::quick::QuickPanes`]) that brought something now
+///   or within the last two read periods is read at the next instant of the fine grid: its
+///   next write waits half a read period at most, in a wake-up the other agents' reads share
+///   (an agent writes 4 – 24 times a second; watched, each write cost a wake-up to read it and
+///   one after [`super::reader`]'s gathering wait).
+/// - Another pane that is busy (`got` and `drew` within a read period, or it was read on the
+///   grid already: `on_grid`) is read at the next read-grid instant at least half a read
+///   period on, as a control client is.
+pub(super) fn grid_read(
+    got: usize,
+    quick: bool,
+    on_grid: bool,
+    drew: Option<Instant>,
+    woke: Instant,
+    grid: Grid,
+) -> Option<Instant> {
+    if !grid.is_on() {
+        return None;
+    }
+    let reads = grid.coarser(2);
+    let lately = |within: Duration| drew.is_some_and(|t| woke.duration_since(t) <= within);
+    if quick && (got > 0 || lately(reads.period() * 2)) {
+        Some(grid.at_or_after(woke + grid.period() / 2))
+    } else if got > 0 && (on_grid || lately(reads.period())) {
+        Some(reads.at_or_after(woke + grid.period()))
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +235,49 @@ mod tests {
         assert!(
             deliver_now(None, now, 20 * 1024, false),
             "no flood: at once"
+        );
+    }
+
+    #[test]
+    fn an_agent_that_draws_is_read_on_the_fine_grid_and_another_pane_on_the_read_grid() {
+        let e = Instant::now();
+        let ms = |n| e + Duration::from_millis(n);
+        let grid = Grid::new(e, Duration::from_millis(50));
+        // An agent's write, read at 1010 after a quiet spell: its next read at 1050, not
+        // watched (its next write would cost two wake-ups of its own).
+        assert_eq!(
+            grid_read(40, true, false, None, ms(1010), grid),
+            Some(ms(1050))
+        );
+        // Read on the grid and found empty: it drew 150 ms ago, so the grid goes on...
+        assert_eq!(
+            grid_read(0, true, true, Some(ms(900)), ms(1050), grid),
+            Some(ms(1100))
+        );
+        // ... until two read periods passed without a write: watched again.
+        assert_eq!(
+            grid_read(0, true, true, Some(ms(800)), ms(1050), grid),
+            None
+        );
+        // Another pane: a first write is watched for the next; a busy one waits for the read
+        // grid (every second instant), at least half a read period on.
+        assert_eq!(grid_read(40, false, false, None, ms(1010), grid), None);
+        assert_eq!(
+            grid_read(40, false, false, Some(ms(950)), ms(1010), grid),
+            Some(ms(1100))
+        );
+        assert_eq!(
+            grid_read(40, false, true, None, ms(1100), grid),
+            Some(ms(1200))
+        );
+        assert_eq!(
+            grid_read(0, false, true, Some(ms(1050)), ms(1100), grid),
+            None
+        );
+        // No grid: every write is read at once.
+        assert_eq!(
+            grid_read(40, true, true, Some(ms(1000)), ms(1010), Grid::off()),
+            None
         );
     }
 

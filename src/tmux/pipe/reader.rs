@@ -1,7 +1,8 @@
 //! One pane's pipe, read the way a control client's output is ([`crate::tmux::connection`]):
 //! a write wakes the reader at once when the pipe was quiet; while the pane keeps writing, the
 //! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
-//! every few milliseconds wakes the process once per period.
+//! every few milliseconds wakes the process once per period. An agent's pane is read on the
+//! half-step grid while it draws, and for two read periods after ([`super::pace::grid_read`]).
 //!
 //! Each read takes everything the pipe holds, however much: tmux keeps whatever a pipe does not
 //! take in its own memory, without bound, and does not let a pane whose pipe still holds bytes
@@ -18,7 +19,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 use super::keep::Keeper;
-use super::pace::{deliver_now, flood_wait, Flood, Lately, BIG_READ, FLOOD_BYTES, FLOOD_STEP};
+use super::pace::{
+    deliver_now, flood_wait, grid_read, Flood, Lately, BIG_READ, FLOOD_BYTES, FLOOD_STEP,
+};
 use super::{PipeEvent, PIPES};
 use crate::ids::PaneId;
 use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
@@ -110,6 +113,7 @@ pub(super) async fn read(
     let mut last_read: Option<Instant> = None;
     // When a read last brought BIG_READ or more.
     let mut last_big: Option<Instant> = None;
+    let quick = |pane| pacing.quick.contains(pane);
     let mut lately = Lately {
         since: Instant::now(),
         bytes: 0,
@@ -217,15 +221,12 @@ pub(super) async fn read(
             } else {
                 woke + RETRY
             })
-        } else if got == 0 || !grid.is_on() {
-            None
         } else {
-            // Busy (as a control client is): data at the last read on the grid, or twice within
-            // one read period. The next read waits for the grid.
-            let busy = next_read.is_some()
-                || last_data.is_some_and(|t| woke.duration_since(t) <= reads.period());
-            last_data = Some(woke);
-            busy.then(|| reads.at_or_after(woke + grid.period()))
+            let at = grid_read(got, quick(pane), next_read.is_some(), last_data, woke, grid);
+            if got > 0 {
+                last_data = Some(woke);
+            }
+            at
         };
     }
     // What was read and not yet taken goes first.
