@@ -1,6 +1,7 @@
 //! How a pane's pipe is paced ([`super::reader`]): when a read counts as part of a flood or of
-//! a big write, how long a flooding pipe is left to gather, and when what its reads kept goes
-//! to the daemon. Pure: every function takes the instants it needs.
+//! a big write, how long a flooding pipe is left to gather, when what its reads kept goes to
+//! the daemon, and on which grid a pane that keeps writing is read next ([`grid_read`]: an
+//! agent's on the half step). Pure: every function takes the instants it needs.
 //!
 //! A pipe holds about 64 KiB of tmux's writes. A pane whose reads bring that much within a read
 //! period is a flood (one read of a full pipe, or a steady stream); tmux keeps what the pipe
