@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::fixtures;
-use super::replay::{load_frames, load_pace, schedule, RAW};
+use super::replay::{load_frames, load_pace, schedule, PACE, RAW};
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup.
@@ -104,7 +104,7 @@ impl AgentKind {
             Some(rel) => {
                 let p = Path::new(PACED).join(rel);
                 assert!(
-                    p.join(RAW).exists() && load_pace(&p).is_some(),
+                    p.join(RAW).exists() && p.join(PACE).exists(),
                     "paced recording missing: {} (see tests/fixtures/README.md)",
                     p.display()
                 );

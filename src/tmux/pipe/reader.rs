@@ -113,7 +113,6 @@ pub(super) async fn read(
     let mut last_read: Option<Instant> = None;
     // When a read last brought BIG_READ or more.
     let mut last_big: Option<Instant> = None;
-    let quick = |pane| pacing.quick.contains(pane);
     let mut lately = Lately {
         since: Instant::now(),
         bytes: 0,
@@ -222,7 +221,8 @@ pub(super) async fn read(
                 woke + RETRY
             })
         } else {
-            let at = grid_read(got, quick(pane), next_read.is_some(), last_data, woke, grid);
+            let quick = pacing.quick.contains(pane);
+            let at = grid_read(got, quick, next_read.is_some(), last_data, woke, grid);
             if got > 0 {
                 last_data = Some(woke);
             }
