@@ -7,10 +7,24 @@ use thinkterm_sidecar::rules::{Catalog, Snapshot};
 
 #[test]
 fn every_fixture_classifies_to_its_labelled_state() {
+    let n = check_labels(&frames());
+    eprintln!("{n} fixtures classified");
+}
+
+/// The paced recordings' frames (the load bench replays them and scores the sidecar on their
+/// labels) are held to the same rules.
+#[test]
+fn every_paced_frame_classifies_to_its_labelled_state() {
+    let n = check_labels(&corpus::paced_frames());
+    eprintln!("{n} paced frames classified");
+}
+
+/// Classifies every frame with the bundled rules and fails with the list of those whose state
+/// is not their label; returns how many were classified.
+fn check_labels(frames: &[corpus::Frame]) -> usize {
     let catalog = Catalog::bundled();
-    let frames = frames();
     let mut failures = Vec::new();
-    for f in &frames {
+    for f in frames {
         let id = catalog
             .resolve(&f.agent)
             .unwrap_or_else(|| panic!("{}: agent {} unknown", f.path.display(), f.agent));
@@ -24,11 +38,7 @@ fn every_fixture_classifies_to_its_labelled_state() {
             .unwrap_or_else(|| panic!("{id} has no state rules"));
         // Two frames with the same screen and title but different labels cannot both be
         // right (a frame taken after the moment it names): accept either label, say so.
-        let twins: Vec<&str> = frames
-            .iter()
-            .filter(|o| o.screen == f.screen && o.title == f.title && o.agent == f.agent)
-            .map(|o| o.state.as_str())
-            .collect();
+        let twins = corpus::accepted(frames, f);
         if twins.iter().any(|s| *s != f.state) {
             eprintln!(
                 "note: {} has the same screen as a frame labelled otherwise",
@@ -59,7 +69,7 @@ fn every_fixture_classifies_to_its_labelled_state() {
         frames.len(),
         failures.join("\n")
     );
-    eprintln!("{} fixtures classified", frames.len());
+    frames.len()
 }
 
 /// An agent reply that quotes prompt chrome in the transcript must not change the state.

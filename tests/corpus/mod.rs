@@ -90,8 +90,24 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
 
 /// Every frame of every agent and version, in path order; fails when there is none.
 pub fn frames() -> Vec<Frame> {
+    frames_under(&fixtures::root())
+}
+
+/// The frames of the paced recordings (`tests/fixtures/paced`: the load bench's captures, each
+/// with its own frames and labels), in path order; fails when there is none.
+pub fn paced_frames() -> Vec<Frame> {
+    let root = Path::new(fixtures::AGENTS).with_file_name("paced");
+    assert!(
+        root.is_dir(),
+        "fixture directory missing: {}",
+        root.display()
+    );
+    frames_under(&root)
+}
+
+fn frames_under(root: &Path) -> Vec<Frame> {
     let mut out = Vec::new();
-    for a in sorted_dirs(&fixtures::root()) {
+    for a in sorted_dirs(root) {
         for v in sorted_dirs(&a) {
             out.extend(version_frames(&a, &v));
         }
@@ -99,7 +115,7 @@ pub fn frames() -> Vec<Frame> {
     assert!(
         !out.is_empty(),
         "no fixture frames under {}",
-        fixtures::AGENTS
+        root.display()
     );
     out
 }
