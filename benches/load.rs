@@ -14,7 +14,10 @@
 //! - `--window SECS` (also `--duration`, `LOAD_DURATION`), `--rounds N`, `--quick`
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
 //! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
-//!   at PATH, in alternating windows (no poller); `--no-poller`;
+//!   at PATH, in alternating windows (no poller; A then B in odd rounds, B then A in even
+//!   ones); `--no-poller`;
+//! - `--seed N`: the seed of the agents' start phases (each agent starts at a random point of
+//!   its loop; the run prints its seed, drawn from the clock unless given);
 //! - `--no-stream`, `--no-churn`: leave the streaming pane (an idle shell in its place) or the
 //!   sessions made and killed out of the load, to weigh each part of it;
 //! - `--chunked`: the agents replay the recordings of `tests/fixtures/agents` in 50 ms chunks
@@ -85,6 +88,8 @@ struct Options {
     no_churn: bool,
     /// Replay the agents in 50 ms chunks, not at their recorded pace.
     chunked: bool,
+    /// The seed of the agents' start phases (`--seed`; default: from the clock).
+    seed: u64,
 }
 
 fn options(args: &[String]) -> Options {
@@ -105,6 +110,10 @@ fn options(args: &[String]) -> Options {
         no_stream: false,
         no_churn: false,
         chunked: false,
+        seed: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
     };
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
@@ -133,6 +142,7 @@ fn options(args: &[String]) -> Options {
             "--rounds" => {
                 rounds = Some(it.next().and_then(|v| v.parse().ok()).expect("--rounds N"))
             }
+            "--seed" => o.seed = it.next().and_then(|v| v.parse().ok()).expect("--seed N"),
             "--ab" => o.ab = Some(PathBuf::from(it.next().expect("--ab PATH"))),
             "--a" => o.a = Some(PathBuf::from(it.next().expect("--a PATH"))),
             _ => {} // `--bench` and criterion-style flags cargo passes
@@ -212,6 +222,7 @@ fn main() {
     }
     spec.churn &= !o.no_churn;
     spec.chunked = o.chunked;
+    spec.seed = o.seed;
     let this =
         o.a.clone()
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_thinkterm-sidecar")));
@@ -273,6 +284,12 @@ fn main() {
         o.rounds,
         o.window.as_secs_f64(),
     );
+    if !spec.agents.is_empty() {
+        println!(
+            "load: the agents' start phases from seed {} (`--seed {}` repeats them)",
+            o.seed, o.seed
+        );
+    }
     for line in world::pace_summary(&spec) {
         println!("load: {line}");
     }

@@ -70,8 +70,8 @@ impl Cost {
     }
 }
 
-/// Runs `rounds` rounds of (off, kind 0, off, kind 1, ..., off): every observer window sits
-/// between two windows without one. `score_only` picks the agents (by fixture) each kind is
+/// Runs `rounds` rounds of (off, kind 0, off, kind 1, ..., off), the kinds in reverse order in
+/// every other round: every observer window sits between two windows without one. `score_only` picks the agents (by fixture) each kind is
 /// scored on.
 pub fn run(
     load: &Load,
@@ -82,8 +82,15 @@ pub fn run(
     score_only: &dyn Fn(&Kind, &str) -> bool,
 ) -> Vec<Window> {
     let mut plan = vec![None];
-    for _ in 0..rounds {
-        for k in 0..kinds.len() {
+    for round in 0..rounds {
+        // Every other round takes the observers in the opposite order (A B, B A, A B, ...):
+        // a drift of the load through the run then weighs on each alike.
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..kinds.len()).collect()
+        } else {
+            (0..kinds.len()).rev().collect()
+        };
+        for k in order {
             plan.push(Some(k));
             plan.push(None);
         }

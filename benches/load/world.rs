@@ -207,6 +207,11 @@ pub struct Spec {
     /// The agents replay their recordings in 50 ms chunks (the pace of the first twelve
     /// sessions' figures), not at the pace the agents wrote them.
     pub chunked: bool,
+    /// Where in its loop each agent starts: drawn from this seed, one fraction of its loop per
+    /// agent. Fixed phases gave every run the same sequence of stretches, so each window of a
+    /// run saw the same drawing whatever observer it measured (the thirteenth session's A/B
+    /// 18); `--seed N` repeats a run's phases.
+    pub seed: u64,
 }
 
 /// The 50-pane load: 5 sessions, 5 Claude Code agents, 1 streaming pane, 44 idle shells.
@@ -219,6 +224,7 @@ pub fn standard() -> Spec {
         stream_rate: 1 << 20,
         churn: false,
         chunked: false,
+        seed: 0,
     }
 }
 
@@ -245,6 +251,7 @@ pub fn scale() -> Spec {
         stream_rate: 1 << 20,
         churn: true,
         chunked: false,
+        seed: 0,
     }
 }
 
@@ -259,6 +266,22 @@ pub fn idle(panes: usize) -> Spec {
         stream_rate: 0,
         churn: false,
         chunked: false,
+        seed: 0,
+    }
+}
+
+/// The agents' start phases: a splitmix64 sequence from the load's seed, as fractions of a
+/// loop in [0, 1).
+struct Phases(u64);
+
+impl Phases {
+    fn next_fraction(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -289,7 +312,7 @@ pub fn build(dir: &Path, spec: &Spec) -> Load {
     let exe = std::env::current_exe().expect("current exe");
     let mut agents = Vec::new();
     let mut server_pid = 0;
-    let n = spec.agents.len().max(1);
+    let mut phases = Phases(spec.seed);
     for k in 0..spec.sessions {
         let sess = format!("s{k}");
         let mut args: Vec<String> = [
@@ -326,7 +349,7 @@ pub fn build(dir: &Path, spec: &Spec) -> Load {
             );
             let (_, period) = schedule(&frames, 0, load_pace(&fixtures).as_deref());
             log = dir.join(format!("agent-{k}.log"));
-            let phase = format!("{:.3}", period * k as f64 / n as f64);
+            let phase = format!("{:.3}", period * phases.next_fraction());
             args.extend([
                 link.to_string_lossy().into_owned(),
                 raw.to_string_lossy().into_owned(),
