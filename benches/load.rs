@@ -15,7 +15,9 @@
 //!   (`LOAD_QUICK=1`: 8 s windows, 1 round);
 //! - `--ab PATH`: A/B, this build (or the binary `--a PATH` names) against the sidecar binary
 //!   at PATH, in alternating windows (no poller; A then B in odd rounds, B then A in even
-//!   ones); `--no-poller`;
+//!   ones); `--no-poller`; `--floor`: bare pipes (`cat > /dev/null` on the agents' and the
+//!   stream's panes, nothing classified) measured as one more observer: the floor of any
+//!   observer that takes those panes' bytes as they come;
 //! - `--seed N`: the seed of the agents' start phases (each agent starts at a random point of
 //!   its loop; the run prints its seed, drawn from the clock unless given);
 //! - `--no-stream`, `--no-churn`: leave the streaming pane (an idle shell in its place) or the
@@ -90,6 +92,8 @@ struct Options {
     chunked: bool,
     /// The seed of the agents' start phases (`--seed`; default: from the clock).
     seed: u64,
+    /// Bare pipes on the agents' and the stream's panes as an observer of their own.
+    floor: bool,
 }
 
 fn options(args: &[String]) -> Options {
@@ -114,6 +118,7 @@ fn options(args: &[String]) -> Options {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0),
+        floor: false,
     };
     let mut it = args.iter().skip(1);
     while let Some(a) = it.next() {
@@ -132,6 +137,7 @@ fn options(args: &[String]) -> Options {
             "--no-stream" => o.no_stream = true,
             "--no-churn" => o.no_churn = true,
             "--chunked" => o.chunked = true,
+            "--floor" => o.floor = true,
             "--window" | "--duration" => {
                 window = Some(
                     it.next()
@@ -244,6 +250,9 @@ fn main() {
     } else if o.poller {
         kinds.push(Kind::Poller);
     }
+    if o.floor {
+        kinds.push(Kind::Pipes);
+    }
     let windows_n = 1 + 2 * o.rounds * kinds.len();
     // Each window: its length, plus up to 60 s for an observer to be ready.
     let bound = if o.hold {
@@ -305,6 +314,7 @@ fn main() {
     let score_only = |k: &Kind, fixture: &str| match k {
         Kind::Poller => fixture.starts_with("claude-code/"),
         Kind::Sidecar { .. } => true,
+        Kind::Pipes => false,
     };
     let mut wins = windows::run(&load, &kinds, o.rounds, o.window, tck, &score_only);
     if let Some(c) = load.churn.as_mut() {
@@ -397,32 +407,36 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
         wholes.push(mean(&whole));
         owns.push(mean(&own));
     }
-    if kinds.len() == 2 {
-        let ratio = |a: f64, b: f64| {
-            if b > 0.0 && a > 0.0 {
-                format!("{:.4} (1/{:.0})", a / b, b / a)
-            } else {
-                format!("{a:.5} / {b:.5}: n/a")
-            }
-        };
+    let ratio = |a: f64, b: f64| {
+        if b > 0.0 && a > 0.0 {
+            format!("{:.4} (1/{:.0})", a / b, b / a)
+        } else {
+            format!("{a:.5} / {b:.5}: n/a")
+        }
+    };
+    for k in 1..kinds.len() {
         println!();
         println!(
             "whole cost {} / {}: {}",
             kinds[0].label(),
-            kinds[1].label(),
-            ratio(wholes[0], wholes[1])
+            kinds[k].label(),
+            ratio(wholes[0], wholes[k])
         );
         println!(
             "own CPU {} / {}: {}",
             kinds[0].label(),
-            kinds[1].label(),
-            ratio(owns[0], owns[1])
+            kinds[k].label(),
+            ratio(owns[0], owns[k])
         );
     }
     println!();
     println!("### Latency (all windows of each observer)");
     println!();
     for (k, kind) in kinds.iter().enumerate() {
+        if !kind.classifies() {
+            println!("- {}: not scored (it tells no states)", kind.label());
+            continue;
+        }
         let s = merged_score(wins, k);
         print_score(&kind.label(), &s);
     }
@@ -493,7 +507,7 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
         );
     }
     for (k, kind) in kinds.iter().enumerate() {
-        if matches!(kind, Kind::Poller) {
+        if !matches!(kind, Kind::Sidecar { .. }) {
             continue;
         }
         print_warnings(&kind.label(), wins.iter().filter(|w| w.kind == Some(k)));

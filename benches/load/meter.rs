@@ -71,31 +71,35 @@ fn tree_ticks(root: u32) -> (HashMap<u32, u64>, u64) {
 /// A CPU meter over a process tree (the process, its live descendants and its reaped
 /// children).
 pub struct TreeMeter {
-    root: u32,
-    start: (HashMap<u32, u64>, u64),
+    roots: Vec<u32>,
+    start: Vec<(HashMap<u32, u64>, u64)>,
 }
 
 impl TreeMeter {
-    pub fn start(root: u32) -> TreeMeter {
+    /// Meters the process trees of `roots` together (the first is the observer "itself", or
+    /// every root is when they are alike: the bare pipes' `cat`s).
+    pub fn start(roots: &[u32]) -> TreeMeter {
         TreeMeter {
-            root,
-            start: tree_ticks(root),
+            roots: roots.to_vec(),
+            start: roots.iter().map(|r| tree_ticks(*r)).collect(),
         }
     }
 
-    /// CPU seconds since `start`: the whole tree, and the root process alone.
+    /// CPU seconds since `start`: the whole trees, and the roots' processes alone.
     pub fn seconds(&self, tck: f64) -> (f64, f64) {
-        let (now, reaped) = tree_ticks(self.root);
-        let mut t: u64 = 0;
-        for (pid, v) in &now {
-            t += v.saturating_sub(self.start.0.get(pid).copied().unwrap_or(0));
+        let (mut t, mut own): (u64, u64) = (0, 0);
+        for (root, start) in self.roots.iter().zip(&self.start) {
+            let (now, reaped) = tree_ticks(*root);
+            for (pid, v) in &now {
+                t += v.saturating_sub(start.0.get(pid).copied().unwrap_or(0));
+            }
+            t += reaped.saturating_sub(start.1);
+            own += now
+                .get(root)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(start.0.get(root).copied().unwrap_or(0));
         }
-        t += reaped.saturating_sub(self.start.1);
-        let own = now
-            .get(&self.root)
-            .copied()
-            .unwrap_or(0)
-            .saturating_sub(self.start.0.get(&self.root).copied().unwrap_or(0));
         (t as f64 / tck, own as f64 / tck)
     }
 }

@@ -1,6 +1,8 @@
-//! The two observers the load is watched by, each started fresh for each of its windows: the
-//! sidecar (its daemon, plus `events --json` whose lines are the detections) and the baseline
-//! poller (the bench binary in `--poll` mode: what typical peers do).
+//! The observers the load is watched by, each started fresh for each of its windows: the
+//! sidecar (its daemon, plus `events --json` whose lines are the detections), the baseline
+//! poller (the bench binary in `--poll` mode: what typical peers do) and, with `--floor`, bare
+//! pipes: `cat > /dev/null` on the agents' and the stream's panes, classifying nothing: the
+//! floor of any observer that takes those panes' bytes as they come.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
@@ -26,6 +28,8 @@ pub enum Kind {
     Sidecar { label: String, bin: PathBuf },
     /// The baseline poller.
     Poller,
+    /// Bare pipes on the agents' and the stream's panes.
+    Pipes,
 }
 
 impl Kind {
@@ -33,14 +37,24 @@ impl Kind {
         match self {
             Kind::Sidecar { label, .. } => label.clone(),
             Kind::Poller => "baseline poller".into(),
+            Kind::Pipes => "bare pipes (cat)".into(),
         }
+    }
+
+    /// Whether it tells states (is scored on the transitions).
+    pub fn classifies(&self) -> bool {
+        !matches!(self, Kind::Pipes)
     }
 }
 
 /// An observer running on the load.
 pub struct Running {
-    pub pid: u32,
-    child: Child,
+    /// The processes metered (with their children): the observer first.
+    pub pids: Vec<u32>,
+    child: Option<Child>,
+    /// Panes whose pipes are ours, closed when it stops (bare pipes).
+    pipes: Vec<String>,
+    server: String,
     events: Option<(Child, std::thread::JoinHandle<usize>)>,
     detections: Arc<Mutex<Vec<Detection>>>,
     poll_log: Option<PathBuf>,
@@ -127,6 +141,55 @@ pub fn start(load: &Load, kind: &Kind, tag: &str) -> Running {
     match kind {
         Kind::Sidecar { bin, .. } => start_sidecar(load, bin, tag),
         Kind::Poller => start_poller(load, tag),
+        Kind::Pipes => start_pipes(load),
+    }
+}
+
+/// `cat > /dev/null` through `pipe-pane -O` on every agent's pane and the stream's; metered
+/// as the `cat` processes (tmux's children).
+fn start_pipes(load: &Load) -> Running {
+    let mut panes: Vec<String> = load.agents.iter().map(|a| a.pane.clone()).collect();
+    if !load.stream.is_empty() {
+        panes.push(load.stream.clone());
+    }
+    let started = Instant::now();
+    for p in &panes {
+        tmux_cmd(
+            &load.server,
+            &["pipe-pane", "-O", "-t", p, "exec cat > /dev/null"],
+        )
+        .unwrap_or_else(|| panic!("pipe-pane on {p} failed"));
+    }
+    let cats = || -> Vec<u32> {
+        children(load.server_pid)
+            .into_iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "cat")
+            })
+            .collect()
+    };
+    let deadline = started + Duration::from_secs(10);
+    let mut pids = cats();
+    while pids.len() < panes.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        pids = cats();
+    }
+    let note = if pids.len() < panes.len() {
+        format!("{} of {} cats started; ", pids.len(), panes.len())
+    } else {
+        String::new()
+    };
+    Running {
+        pids,
+        child: None,
+        pipes: panes,
+        server: load.server.clone(),
+        events: None,
+        detections: Arc::default(),
+        poll_log: None,
+        log: None,
+        startup: Some(started.elapsed()),
+        note,
     }
 }
 
@@ -213,8 +276,10 @@ fn start_sidecar(load: &Load, bin: &Path, tag: &str) -> Running {
     // Let the subscription settle before measuring.
     std::thread::sleep(Duration::from_millis(500));
     Running {
-        pid: daemon.id(),
-        child: daemon,
+        pids: vec![daemon.id()],
+        child: Some(daemon),
+        pipes: Vec::new(),
+        server: load.server.clone(),
         events: Some((events, reader)),
         detections,
         poll_log: None,
@@ -251,8 +316,10 @@ fn start_poller(load: &Load, tag: &str) -> Running {
     }
     std::thread::sleep(POLL_EVERY);
     Running {
-        pid: poller.id(),
-        child: poller,
+        pids: vec![poller.id()],
+        child: Some(poller),
+        pipes: Vec::new(),
+        server: load.server.clone(),
         events: None,
         detections: Arc::default(),
         poll_log: Some(log),
@@ -276,17 +343,28 @@ fn stop_child(child: &mut Child) {
 }
 
 pub fn stop(mut r: Running) -> Stopped {
-    let rss_kb = vm_kb(r.pid, "VmHWM:").unwrap_or(0);
-    let kids = children(r.pid);
+    let pid = r.pids.first().copied().unwrap_or(0);
+    let rss_kb = vm_kb(pid, "VmHWM:").unwrap_or(0);
+    let kids = if r.child.is_some() {
+        children(pid)
+    } else {
+        Vec::new()
+    };
     let children_rss_kb = kids.iter().filter_map(|p| vm_kb(*p, "VmHWM:")).sum();
     let mut note = r.note;
     let mut lines = None;
     if let Some((mut events, reader)) = r.events.take() {
         stop_child(&mut events);
-        stop_child(&mut r.child);
+        if let Some(c) = r.child.as_mut() {
+            stop_child(c);
+        }
         lines = reader.join().ok();
-    } else {
-        stop_child(&mut r.child);
+    } else if let Some(c) = r.child.as_mut() {
+        stop_child(c);
+    }
+    for p in &r.pipes {
+        // `pipe-pane` with no command closes the pane's pipe: its `cat` sees the end and exits.
+        let _ = tmux_cmd(&r.server, &["pipe-pane", "-t", p]);
     }
     if lines == Some(0) {
         note.push_str("`events --json` printed nothing; ");

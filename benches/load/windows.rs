@@ -111,7 +111,7 @@ pub fn run(
             load_average()
         );
         let running = which.map(|k| observers::start(load, &kinds[k], &format!("w{i}")));
-        let meter = running.as_ref().map(|r| TreeMeter::start(r.pid));
+        let meter = running.as_ref().map(|r| TreeMeter::start(&r.pids));
         let tmux0 = run_ns(load.server_pid).unwrap_or(0);
         let reaped = || cpu_ticks(load.server_pid).map_or(0, |(_, _, c)| c);
         let reaped0 = reaped();
@@ -155,13 +155,15 @@ pub fn run(
             w.warnings = stopped.warnings;
             w.note = stopped.note;
             let kind = &kinds[*k];
-            let trans = transitions(
-                load,
-                t0,
-                t1.saturating_sub(GRACE.as_millis() as u64),
-                &|f| score_only(kind, f),
-            );
-            w.score = Some(score(&trans, &stopped.detections, t1));
+            if kind.classifies() {
+                let trans = transitions(
+                    load,
+                    t0,
+                    t1.saturating_sub(GRACE.as_millis() as u64),
+                    &|f| score_only(kind, f),
+                );
+                w.score = Some(score(&trans, &stopped.detections, t1));
+            }
             std::thread::sleep(SETTLE);
         }
         out.push(w);
