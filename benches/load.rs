@@ -408,7 +408,9 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
         owns.push(mean(&own));
     }
     let ratio = |a: f64, b: f64| {
-        if b > 0.0 && a > 0.0 {
+        if b > 0.0 && a >= b {
+            format!("{:.4} ({:.1}×)", a / b, a / b)
+        } else if b > 0.0 && a > 0.0 {
             format!("{:.4} (1/{:.0})", a / b, b / a)
         } else {
             format!("{a:.5} / {b:.5}: n/a")
