@@ -1,5 +1,5 @@
 //! The whole cost, by alternating windows: no observer / observer A / no observer / observer B
-//! / no observer ... on the same load. An observer's whole cost in its window is its own CPU
+//! / no observer, then B before A in the next round, ... on the same load. An observer's whole cost in its window is its own CPU
 //! (its process, its children, its reaped children) plus what the tmux server used above its
 //! mean in the two windows either side, when nothing watched. The tmux server's figure counts
 //! the children it reaped in the window too: the relays `pipe-pane` starts for the sidecar are
@@ -71,8 +71,9 @@ impl Cost {
 }
 
 /// Runs `rounds` rounds of (off, kind 0, off, kind 1, ..., off), the kinds in reverse order in
-/// every other round: every observer window sits between two windows without one. `score_only` picks the agents (by fixture) each kind is
-/// scored on.
+/// every other round: every observer window sits between two windows without one. `score_only`
+/// picks the agents (by fixture) each kind is scored on; a kind that tells no states is not
+/// scored.
 pub fn run(
     load: &Load,
     kinds: &[Kind],
