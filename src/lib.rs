@@ -54,6 +54,7 @@ pub mod state;
 pub(crate) mod thread;
 pub mod timer;
 pub mod tmux;
+pub mod vt;
 
 /// The recorded agent fixtures under `tests/fixtures/agents`, for unit tests: the same helper
 /// the integration tests and benches use.

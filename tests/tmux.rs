@@ -1217,3 +1217,102 @@ fn pipes_work_from_paths_with_quotes_dollars_hashes_and_percents() {
         collect_listed(obs, &hooked, b"ODD-PATHS").await;
     });
 }
+
+/// Byte scripts for the text model: each edits a 20x8 screen where terminals differ (wraps,
+/// wide characters, scroll regions, line and character edits, tabs, the alternate screen,
+/// origin mode, modes), then prints where it ended.
+const VT_SCRIPTS: &[(&str, &str)] = &[
+    (
+        "wraps",
+        "abcdefghijklmnopqrstuvwxyz\r\n0123456789012345678中文\r\ncafe\u{301} x\u{301}\r\n\
+         中文中文中文中文中文中文\x1b[3;5H\u{4e00}\x1b[3;2Hz\r\n\x1b[5;1Habcdefghijklmnopqrst\x08\x08X",
+    ),
+    (
+        "region",
+        "1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n7\r\n8\x1b[3;6r\x1b[6;1H\nnew\x1bMup\x1b[3;1H\x1bMtop\
+         \x1b[4;1H\x1b[2Lins\x1b[5;1H\x1b[Mdel\x1b[2S\x1b[T\x1b[1;1H\x1b[Lout\x1b[r\x1b[8;1Hend\n\n",
+    ),
+    (
+        "chars",
+        "abcdefghijklmnopqrst\x1b[1;5H\x1b[3@\x1b[1;12H\x1b[2P\x1b[1;16H\x1b[2X\r\n\
+         0123456789abcdefghij\x1b[2;8H\x1b[K\r\n0123456789abcdefghij\x1b[3;8H\x1b[1K\r\n\
+         xyz\x1b[5b\r\na\tb\tc\x1b[Zd\x1bH\r\n\x1b[3g\tq\r\n0123456789\x1b[J\x1b[4;3H\x1b[1J*",
+    ),
+    (
+        "alternate",
+        "main one\r\nmain two\x1b[?1049halt\r\nalt line\x1b[?1049l!\x1b[?47hsecond\x1b[?47l?\
+         \x1b[?1047hthird\x1b[2J\x1b[?1047l#",
+    ),
+    (
+        "origin",
+        "\x1b[2;5r\x1b[?6h\x1b[1;1Ho\x1b[9;9Hp\x1b7\x1b[?6l\x1b[1;1Hq\x1b8r\x1b[r\x1b[7;3H\
+         \x1b[10Au\x1b[10Bd\x1b[3;18H\x1b[10Cc\x1b[10Dl\x1b[2Ee\x1b[Ff\x1b[15Gg\x1b[6dv\x1b[3`h",
+    ),
+    (
+        "modes",
+        "\x1b[?7labcdefghijklmnopqrstuvwxyz\x1b[?7h\r\n\x1b[4hins\x1b[2;1H>>\x1b[4l\r\n\
+         abcdefghijklmnopqrs\x1b[?7l\u{4e2d}\x1b[?7h\r\n\x1b[20hx\ny\x1b[20l\x1b#8",
+    ),
+    (
+        "wide_halves",
+        "\u{4e2d}\u{6587}\u{4e2d}\u{6587}\x1b[1;2Ha\x1b[1;5Hb\r\n\u{4e2d}\u{6587}\x1b[2;1H\x1b[2@\
+         \r\n\u{4e2d}\u{6587}\x1b[3;2H\x1b[P\r\n0123456789012345678\u{4e2d}+\x1b[H\x1bc",
+    ),
+];
+
+#[test]
+fn the_text_model_shows_what_tmux_shows_after_every_kind_of_edit() {
+    use thinkterm_sidecar::rules::region::screen_lines;
+    use thinkterm_sidecar::vt::TextScreen;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut tmux = Tmux::new();
+    tmux.new_session("base", None);
+    let mut failed = Vec::new();
+    for (name, bytes) in VT_SCRIPTS {
+        let file = dir.path().join(format!("{name}.bin"));
+        std::fs::write(&file, bytes).unwrap();
+        // No output processing: the pane gets the script's bytes as they are.
+        let command = format!("stty -opost; cat '{}'; exec sleep 100000", file.display());
+        let pane = tmux
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                "20",
+                "-y",
+                "8",
+                "-P",
+                "-F",
+                "#{pane_id}",
+                &command,
+            ])
+            .trim()
+            .to_string();
+        for chunked in [false, true] {
+            let mut model = TextScreen::new(8, 20);
+            if chunked {
+                // Sequences split anywhere: the parser keeps its state between writes.
+                bytes.as_bytes().chunks(3).for_each(|c| model.process(c));
+            } else {
+                model.process(bytes.as_bytes());
+            }
+            let ours = model.text();
+            let mut last = String::new();
+            let same = (0..100).any(|_| {
+                last = tmux.cmd(&["capture-pane", "-p", "-J", "-t", &pane]);
+                let same = screen_lines(&last) == screen_lines(&ours);
+                if !same {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                same
+            });
+            if !same {
+                failed.push(format!("{name}:\ntmux:\n{last}\nours:\n{ours}\n"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}

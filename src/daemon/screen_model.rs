@@ -18,6 +18,7 @@
 use std::time::{Duration, Instant};
 
 use crate::rules::region::screen_lines;
+use crate::vt::TextScreen;
 
 /// What tmux reports of a pane's cursor beside a capture (`#{cursor_x} #{cursor_y}
 /// #{alternate_on} #{scroll_region_upper} #{scroll_region_lower}`).
@@ -88,7 +89,7 @@ pub struct ModelCounts {
 
 /// One pane's terminal model.
 pub struct ScreenModel {
-    parser: vt100::Parser,
+    screen: TextScreen,
     rows: u16,
     cols: u16,
     trust: Trust,
@@ -107,16 +108,11 @@ impl std::fmt::Debug for ScreenModel {
     }
 }
 
-/// A size of at least one cell.
-fn nz(n: u16) -> std::num::NonZeroU16 {
-    std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN)
-}
-
 impl ScreenModel {
     /// An unsynced model of a pane of this size.
     pub fn new(rows: u16, cols: u16) -> Self {
         ScreenModel {
-            parser: vt100::Parser::new(nz(rows), nz(cols), 0),
+            screen: TextScreen::new(rows, cols),
             rows,
             cols,
             trust: Trust::Unsynced,
@@ -165,11 +161,11 @@ impl ScreenModel {
     pub fn feed(&mut self, bytes: &[u8], frame_began: Option<usize>, open: bool) {
         match frame_began.filter(|at| *at <= bytes.len()) {
             Some(at) => {
-                self.parser.process(&bytes[..at]);
+                self.screen.process(&bytes[..at]);
                 self.frame = Some(self.text());
-                self.parser.process(&bytes[at..]);
+                self.screen.process(&bytes[at..]);
             }
-            None => self.parser.process(bytes),
+            None => self.screen.process(bytes),
         }
         if !open {
             self.frame = None;
@@ -220,22 +216,9 @@ impl ScreenModel {
     }
 
     /// Its screen: each line as `capture-pane -J` joins wrapped rows, trailing blanks dropped
-    /// (as the rules read a screen).
-    pub fn text(&self) -> String {
-        let screen = self.parser.screen();
-        let mut out = String::with_capacity(usize::from(self.rows) * 32);
-        for (i, row) in screen.rows(0, self.cols).enumerate() {
-            out.push_str(&row);
-            let wrapped = u16::try_from(i).is_ok_and(|r| screen.row_wrapped(r));
-            if !wrapped {
-                let end = out.trim_end_matches(' ').len();
-                out.truncate(end);
-                out.push('\n');
-            }
-        }
-        let end = out.trim_end_matches('\n').len();
-        out.truncate(end);
-        out
+    /// (as the rules read a screen). Only the rows that changed since the last call are read.
+    pub fn text(&mut self) -> String {
+        self.screen.text()
     }
 
     /// A capture of the pane (`capture-pane -p -J`) came back, with the cursor state read
@@ -260,7 +243,7 @@ impl ScreenModel {
     /// each captured line (a joined line wraps again at the same width), then takes the scroll
     /// region and the cursor position.
     fn seed(&mut self, screen: &str, cursor: CursorState) {
-        let mut parser = vt100::Parser::new(nz(self.rows), nz(self.cols), 0);
+        let mut model = TextScreen::new(self.rows, self.cols);
         let mut bytes = Vec::with_capacity(screen.len() + 64);
         if cursor.alternate {
             bytes.extend_from_slice(b"\x1b[?1049h");
@@ -277,8 +260,8 @@ impl ScreenModel {
         }
         let x = cursor.x.min(self.cols.saturating_sub(1));
         bytes.extend_from_slice(format!("\x1b[{};{}H", cursor.y + 1, x + 1).as_bytes());
-        parser.process(&bytes);
-        self.parser = parser;
+        model.process(&bytes);
+        self.screen = model;
     }
 }
 
