@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 shift || true
-all=(scanner status_report user_var control_mode manifest config socket_request osc99)
+all=(scanner status_report user_var control_mode manifest config socket_request osc99 text_screen)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all[@]}"); fi
 runs=${FUZZ_RUNS:-10000000}
 # Release code with debug assertions (an overflow panics), without AddressSanitizer: the crate
@@ -42,6 +42,12 @@ for raw in "$fixtures"/*/*/raw-main-*.bin; do
     dd if="$raw" of="$seeds/scanner/$agent-$i" bs=4096 skip=$((i * 3)) count=1 status=none
     [ -s "$seeds/scanner/$agent-$i" ] || rm -f "$seeds/scanner/$agent-$i"
   done
+done
+# The text model: the same pieces behind a size byte (0x27: 8 rows, 11 columns; 0xf7: 8 rows,
+# 76 columns).
+for f in "$seeds"/scanner/*; do
+  { printf '\x27'; cat "$f"; } >"$seeds/text_screen/$(basename "$f")-small"
+  { printf '\xf7'; cat "$f"; } >"$seeds/text_screen/$(basename "$f")-wide"
 done
 # OSC 7501 and THINKTERM_AGENT payloads as `report` writes them, and those found in the streams.
 for state in working blocked idle done clear; do
