@@ -1,4 +1,4 @@
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::*;
@@ -13,16 +13,8 @@ struct Frame {
 
 /// Every recording in `tests/fixtures/agents` with its frames, in stream order.
 fn recordings() -> Vec<(Vec<u8>, Vec<Frame>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents");
     let mut out = Vec::new();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .flatten()
-        .flat_map(|a| std::fs::read_dir(a.path()).unwrap().flatten())
-        .map(|v| v.path())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
+    for dir in crate::test_fixtures::version_dirs("agents") {
         let Ok(raw) = std::fs::read(dir.join("raw-main-120x40.bin")) else {
             continue;
         };

@@ -1,3 +1,5 @@
+use proptest::prelude::*;
+
 use super::TextScreen;
 
 fn screen(rows: u16, cols: u16, bytes: &str) -> TextScreen {
@@ -113,104 +115,80 @@ fn a_reset_clears_the_screen_and_the_modes() {
     assert_eq!(text(3, 5, "ab\x1b[?7l\x1b[2;3r\x1bcxyz"), "xyz");
 }
 
-/// A generator of terminal input: text, wide and combining characters, controls and the
-/// sequences the model acts on, with random parameters (splitmix64).
-struct Bytes(u64);
-
-impl Bytes {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[(self.next() % from.len() as u64) as usize]
-    }
-
-    fn input(&mut self, len: usize) -> Vec<u8> {
-        const TEXT: &[&str] = &[
-            "a", "xyz ", "中", "e\u{301}", "\u{200d}", "─", " ", "\u{fe0f}",
-        ];
-        const CONTROL: &[&str] = &["\r", "\n", "\x08", "\t", "\x1bM", "\x1bD", "\x1bE", "\x1b7"];
-        const MORE: &[&str] = &["\x1b8", "\x1bH", "\x1b#8", "\x1bc", "\x07", "\x1b]0;t\x07"];
-        const CSI: &[&str] = &[
-            "@", "A", "B", "C", "D", "E", "F", "G", "H", "J", "K", "L", "M", "P", "S", "T", "X",
-            "Z", "`", "b", "d", "f", "g", "r", "s", "u", "?1049h", "?1049l", "?47h", "?1047l",
-            "?6h", "?6l", "?7l", "?7h", "4h", "4l", "20h", "20l", "?2026h", "m",
-        ];
-        let mut out = Vec::with_capacity(len + 16);
-        while out.len() < len {
-            match self.next() % 8 {
-                0..=2 => out.extend_from_slice(self.pick(TEXT).as_bytes()),
-                3 => out.extend_from_slice(self.pick(CONTROL).as_bytes()),
-                4 => out.extend_from_slice(self.pick(MORE).as_bytes()),
-                _ => {
-                    let (a, b) = (self.next() % 12, self.next() % 50);
-                    let csi = self.pick(CSI);
-                    let (private, action) = match csi.strip_prefix('?') {
-                        Some(rest) => ("?", rest),
-                        None => ("", csi),
-                    };
-                    let params = match self.next() % 3 {
-                        0 => String::new(),
-                        1 => format!("{a}"),
-                        _ => format!("{a};{b}"),
-                    };
-                    let params = if action.len() > 1 {
-                        String::new()
-                    } else {
-                        params
-                    };
-                    out.extend_from_slice(format!("\x1b[{private}{params}{action}").as_bytes());
-                }
-            }
-        }
-        out
-    }
+/// One piece of terminal input: text, wide and combining characters, controls, and the
+/// sequences the model acts on with parameters.
+fn piece() -> impl Strategy<Value = String> {
+    const TEXT: &[&str] = &[
+        "a", "xyz ", "中", "e\u{301}", "\u{200d}", "─", " ", "\u{fe0f}",
+    ];
+    const CONTROL: &[&str] = &[
+        "\r",
+        "\n",
+        "\x08",
+        "\t",
+        "\x1bM",
+        "\x1bD",
+        "\x1bE",
+        "\x1b7",
+        "\x1b8",
+        "\x1bH",
+        "\x1b#8",
+        "\x1bc",
+        "\x07",
+        "\x1b]0;t\x07",
+    ];
+    const CSI: &[&str] = &[
+        "@", "A", "B", "C", "D", "E", "F", "G", "H", "J", "K", "L", "M", "P", "S", "T", "X", "Z",
+        "`", "b", "d", "f", "g", "r", "s", "u", "m",
+    ];
+    const MODES: &[&str] = &[
+        "?1049h", "?1049l", "?47h", "?1047l", "?6h", "?6l", "?7l", "?7h", "4h", "4l", "20h", "20l",
+        "?2026h",
+    ];
+    prop_oneof![
+        3 => prop::sample::select(TEXT).prop_map(String::from),
+        2 => prop::sample::select(CONTROL).prop_map(String::from),
+        3 => (prop::sample::select(CSI), prop::option::of(0u16..12), prop::option::of(0u16..50))
+            .prop_map(|(action, a, b)| match (a, b) {
+                (Some(a), Some(b)) => format!("\x1b[{a};{b}{action}"),
+                (Some(a), None) => format!("\x1b[{a}{action}"),
+                _ => format!("\x1b[{action}"),
+            }),
+        1 => prop::sample::select(MODES).prop_map(|m| format!("\x1b[{m}")),
+    ]
 }
 
-#[test]
-fn any_input_keeps_the_model_whole_and_its_kept_rows_true() {
-    let mut gen = Bytes(0x5eed);
-    for case in 0..3000 {
-        let (rows, cols) = (1 + (gen.next() % 12) as u16, 1 + (gen.next() % 30) as u16);
-        let input = gen.input(200);
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Whatever it is fed, the model keeps its cursor on the screen, shows the same text
+    /// whether the bytes come whole or in pieces, and the text it keeps row by row is the text
+    /// read afresh.
+    #[test]
+    fn any_input_keeps_the_model_whole_and_its_kept_rows_true(
+        rows in 1u16..12,
+        cols in 1u16..30,
+        pieces in prop::collection::vec(piece(), 0..60),
+        step in 1usize..8,
+    ) {
+        let input = pieces.concat().into_bytes();
         let mut whole = TextScreen::new(rows, cols);
         let mut split = TextScreen::new(rows, cols);
-        for chunk in input.chunks(1 + (gen.next() % 7) as usize) {
+        for chunk in input.chunks(step) {
             split.process(chunk);
-            // The text kept between writes is the text read afresh.
-            assert_eq!(split.text(), split.text_uncached(), "case {case}");
+            prop_assert_eq!(split.text(), split.text_uncached());
         }
         whole.process(&input);
-        assert_eq!(
-            whole.text(),
-            split.text(),
-            "case {case}: the same whole or split"
-        );
+        prop_assert_eq!(whole.text(), split.text());
         let (x, y) = whole.cursor();
-        assert!(
-            x <= cols && y < rows,
-            "case {case}: cursor {x},{y} in {cols}x{rows}"
-        );
+        prop_assert!(x <= cols && y < rows, "cursor {},{} in {}x{}", x, y, cols, rows);
     }
 }
 
 #[test]
 fn the_kept_text_of_every_paced_recording_is_the_text_read_afresh() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/paced");
     let mut reads = 0;
-    let mut dirs: Vec<_> = std::fs::read_dir(root)
-        .unwrap()
-        .flatten()
-        .flat_map(|a| std::fs::read_dir(a.path()).unwrap().flatten())
-        .map(|v| v.path())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
+    for dir in crate::test_fixtures::version_dirs("paced") {
         let raw = std::fs::read(dir.join("raw-main-120x40.bin")).unwrap();
         let pace = std::fs::read_to_string(dir.join("raw-main-120x40.pace")).unwrap();
         let mut s = TextScreen::new(40, 120);

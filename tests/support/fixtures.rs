@@ -62,6 +62,25 @@ pub fn versions(agent: &str) -> Vec<PathBuf> {
     versions
 }
 
+/// Every `<agent>/<version>` directory of a fixture set under `tests/fixtures` (`agents` or
+/// `paced`), sorted by path.
+pub fn version_dirs(set: &str) -> Vec<PathBuf> {
+    let root = Path::new(AGENTS).with_file_name(set);
+    let list = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
+            .map(|e| {
+                e.unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
+                    .path()
+            })
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    let mut dirs: Vec<PathBuf> = list(&root).iter().flat_map(|a| list(a)).collect();
+    dirs.sort();
+    dirs
+}
+
 /// The version directory `which` names: `agent/version`, or `agent` alone when it has exactly
 /// one version (with several, a test must name the one it means: it never picks at random).
 pub fn version_dir(which: &str) -> PathBuf {
