@@ -10,28 +10,37 @@ const ZWJ: char = '\u{200d}';
 /// Where DECSC put the cursor.
 #[derive(Clone, Copy, Debug, Default)]
 struct Saved {
-    pub(super) x: u16,
-    pub(super) y: u16,
-    pub(super) origin: bool,
+    x: u16,
+    y: u16,
+    origin: bool,
 }
 
 /// A terminal's state.
 #[derive(Debug)]
 pub struct Term {
+    /// The screen shown (the main one, or the alternate one while it is on).
     pub(super) grid: Grid,
     /// The main screen while the alternate one is shown.
     main: Option<Grid>,
+    /// The size, at least one cell.
     pub(super) rows: u16,
     pub(super) cols: u16,
-    /// Column: `cols` while a wrap is pending (tmux's way).
+    /// The cursor's column: `cols` while a wrap is pending (tmux's way).
     pub(super) x: u16,
+    /// The cursor's row.
     pub(super) y: u16,
+    /// The scroll region's first and last rows.
     pub(super) top: u16,
     pub(super) bottom: u16,
+    /// DECOM: rows of cursor moves count from the region's top.
     pub(super) origin: bool,
+    /// DECAWM: text wraps at the end of a row (on by default).
     pub(super) autowrap: bool,
+    /// IRM: a printed character pushes the row's rest to the right.
     pub(super) insert: bool,
+    /// LNM: a line feed also returns the carriage.
     pub(super) crlf: bool,
+    /// The tab stops, by column.
     pub(super) tabs: Vec<bool>,
     saved: Saved,
     /// Where 1049 saved the cursor as the alternate screen came on.
@@ -100,6 +109,10 @@ impl Term {
         }
     }
 
+    /// Writes a character at the cursor as tmux's `screen_write_cell` does: a zero-width one
+    /// (or one after a ZWJ) joins the cell before the cursor; a pending wrap, or a wide
+    /// character that does not fit, goes to the next row first; the halves of a wide character
+    /// it writes over are emptied; the cursor moves past it (onto the width: a pending wrap).
     pub(super) fn print(&mut self, c: char) {
         self.last = Some(c);
         if c == ZWJ {
