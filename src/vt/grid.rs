@@ -28,7 +28,7 @@ impl Row {
             marks: Vec::new(),
             wrapped: false,
             text: String::new(),
-            dirty: false,
+            dirty: true,
         }
     }
 
@@ -145,12 +145,10 @@ pub struct Grid {
 impl Grid {
     /// An empty grid.
     pub fn new(rows: u16, cols: u16) -> Grid {
-        let mut g = Grid {
+        Grid {
             rows: (0..rows).map(|_| Row::new(cols)).collect(),
             cols,
-        };
-        g.rows.iter_mut().for_each(|r| r.dirty = true);
-        g
+        }
     }
 
     /// Row `y` (the last row for a `y` beyond the screen: the cursor never is there).

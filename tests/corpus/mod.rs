@@ -78,16 +78,6 @@ pub fn sent_titles(version_dir: &Path) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    v
-}
-
 /// Every frame of every agent and version, in path order; fails when there is none.
 pub fn frames() -> Vec<Frame> {
     frames_under(&fixtures::root())
@@ -107,8 +97,8 @@ pub fn paced_frames() -> Vec<Frame> {
 
 fn frames_under(root: &Path) -> Vec<Frame> {
     let mut out = Vec::new();
-    for a in sorted_dirs(root) {
-        for v in sorted_dirs(&a) {
+    for a in fixtures::sorted_dirs(root) {
+        for v in fixtures::sorted_dirs(&a) {
             out.extend(version_frames(&a, &v));
         }
     }

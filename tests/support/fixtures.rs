@@ -47,10 +47,9 @@ pub fn read_to_string(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
 }
 
-/// Every version directory of `agent` (`AGENTS/agent/<version>`), sorted by name.
-pub fn versions(agent: &str) -> Vec<PathBuf> {
-    let dir = path(agent);
-    let mut versions: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// The directories in `dir`, sorted by name.
+pub fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
         .map(|e| {
             e.unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
@@ -58,27 +57,23 @@ pub fn versions(agent: &str) -> Vec<PathBuf> {
         })
         .filter(|p| p.is_dir())
         .collect();
-    versions.sort();
-    versions
+    dirs.sort();
+    dirs
+}
+
+/// Every version directory of `agent` (`AGENTS/agent/<version>`), sorted by name.
+pub fn versions(agent: &str) -> Vec<PathBuf> {
+    sorted_dirs(&path(agent))
 }
 
 /// Every `<agent>/<version>` directory of a fixture set under `tests/fixtures` (`agents` or
 /// `paced`), sorted by path.
 pub fn version_dirs(set: &str) -> Vec<PathBuf> {
     let root = Path::new(AGENTS).with_file_name(set);
-    let list = |dir: &Path| -> Vec<PathBuf> {
-        std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
-            .map(|e| {
-                e.unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()))
-                    .path()
-            })
-            .filter(|p| p.is_dir())
-            .collect()
-    };
-    let mut dirs: Vec<PathBuf> = list(&root).iter().flat_map(|a| list(a)).collect();
-    dirs.sort();
-    dirs
+    sorted_dirs(&root)
+        .iter()
+        .flat_map(|agent| sorted_dirs(agent))
+        .collect()
 }
 
 /// The version directory `which` names: `agent/version`, or `agent` alone when it has exactly
