@@ -891,7 +891,7 @@ async fn until_listed(
             continue;
         };
         if o == Observed::Structure {
-            obs.refresh().await.expect("re-list");
+            obs.refresh_changed().await.expect("re-list");
         }
         if done(obs, &o) {
             return;
@@ -1315,4 +1315,97 @@ fn the_text_model_shows_what_tmux_shows_after_every_kind_of_edit() {
         }
     }
     assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// What tmux lists of every pane, and what the observer's inventory says of it: session,
+/// window, its index, name and activity, the pane's index, activity and size.
+fn panes_as_listed(tmux: &Tmux) -> Vec<String> {
+    let mut out: Vec<String> = tmux
+        .cmd(&[
+            "list-panes",
+            "-a",
+            "-F",
+            "#{pane_id} #{session_id} #{session_name} #{window_id} #{window_index} #{window_name} #{window_active} #{pane_index} #{pane_active} #{pane_width}x#{pane_height}",
+        ])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out
+}
+
+fn panes_as_known(obs: &Observer) -> Vec<String> {
+    let mut out: Vec<String> = obs
+        .inventory()
+        .panes
+        .values()
+        .map(|p| {
+            format!(
+                "{} {} {} {} {} {} {} {} {} {}x{}",
+                p.id,
+                p.session,
+                p.session_name,
+                p.window,
+                p.window_index,
+                p.window_name,
+                u8::from(p.window_active),
+                p.index,
+                u8::from(p.active),
+                p.width,
+                p.height
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// With pipes, a re-list asks tmux only for the windows, panes and sessions that changed, and
+/// the inventory still ends as tmux lists every pane: after a rename in another session, a
+/// window inserted before others (their indexes move), a split, a pane killed, another window
+/// made current, a window killed with `renumber-windows`, a session renamed, made and killed.
+/// Only the first list is a full one.
+#[test]
+fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
+    let mut tmux = Tmux::new();
+    tmux.new_session("main", None);
+    tmux.new_session("other", None);
+    for _ in 0..3 {
+        tmux.new_window("other", None);
+    }
+    tmux.cmd(&["set-option", "-t", "other", "renumber-windows", "on"]);
+    tmux.cmd(&["set-option", "-g", "automatic-rename", "off"]);
+    with_piped_observer(&tmux, RELAY, async |obs, _| {
+        until_listed(obs, 10, "the first list", |obs, _| {
+            panes_as_known(obs) == panes_as_listed(&tmux)
+        })
+        .await;
+        let steps: &[(&str, &[&str])] = &[
+            ("rename", &["rename-window", "-t", "other:1", "renamed"]),
+            ("insert", &["new-window", "-d", "-a", "-t", "other:0"]),
+            ("split", &["split-window", "-d", "-t", "other:2"]),
+            ("kill a pane", &["kill-pane", "-t", "other:2.0"]),
+            ("select", &["select-window", "-t", "other:3"]),
+            ("kill a window", &["kill-window", "-t", "other:1"]),
+            (
+                "rename the session",
+                &["rename-session", "-t", "other", "renamed-s"],
+            ),
+            ("new session", &["new-session", "-d", "-s", "later"]),
+            ("kill a session", &["kill-session", "-t", "later"]),
+        ];
+        for (what, args) in steps {
+            tmux.cmd(args);
+            until_listed(obs, 10, what, |obs, _| {
+                panes_as_known(obs) == panes_as_listed(&tmux)
+            })
+            .await;
+        }
+        let (full, scoped) = obs.relist_counts();
+        assert_eq!(
+            full, 1,
+            "only the first list lists every pane ({scoped} scoped)"
+        );
+        assert!(scoped >= steps.len() as u64, "{scoped} scoped re-lists");
+    });
 }

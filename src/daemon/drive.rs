@@ -230,7 +230,7 @@ impl Daemon {
             &ask.command,
         );
         let created = conn.start(command);
-        self.link.relist_soon(std::time::Instant::now());
+        self.link.relist_all_soon(std::time::Instant::now());
         tokio::spawn(async move {
             let answer = match tokio::time::timeout(DRIVE_TIMEOUT, created).await {
                 Ok(Ok(lines)) => {

@@ -82,6 +82,15 @@ impl Link {
         self.relist_at.get_or_insert(now + RELIST_DELAY);
     }
 
+    /// Asks for a re-list of every pane shortly (the daemon changed something that no
+    /// notification names exactly).
+    pub fn relist_all_soon(&mut self, now: Instant) {
+        if let Some(o) = &mut self.observer {
+            o.want_full_relist();
+        }
+        self.relist_soon(now);
+    }
+
     /// Connecting failed: the next try after the backoff, which doubles up to [`MAX_BACKOFF`].
     fn retry(&mut self, now: Instant) {
         self.reconnect_at = Some(now + self.backoff);
@@ -262,6 +271,8 @@ impl Daemon {
             Err(e) => {
                 tracing::debug!(error = %e, "re-listing failed; again shortly");
                 if let Some(obs) = &mut self.link.observer {
+                    // What it was to cover is not known any more: all of it.
+                    obs.want_full_relist();
                     obs.relist_done();
                     if obs.connection_count() == 0 {
                         // With pipes one client watches the server, and its session is gone:

@@ -415,7 +415,7 @@ impl Daemon {
             Err(e) => return answer(Err(e), reply),
         };
         let done = plan.start(&conn, focus::FOCUS_TIMEOUT);
-        self.link.relist_soon(now.at);
+        self.link.relist_all_soon(now.at);
         tokio::spawn(async move {
             let r = done
                 .await

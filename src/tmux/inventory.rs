@@ -176,7 +176,12 @@ pub fn list_sessions_command() -> String {
 
 /// The `list-panes -a` command line.
 pub fn list_panes_command() -> String {
-    format!("list-panes -a -F '{}'", format_of(PANE_FIELDS))
+    format!("list-panes -a -F '{}'", list_panes_format())
+}
+
+/// The format of a pane's line in a list of panes ([`parse_panes`] reads it).
+pub fn list_panes_format() -> String {
+    format_of(PANE_FIELDS)
 }
 
 /// The `list-clients` command line.

@@ -27,10 +27,12 @@ mod captures;
 mod clients;
 mod events;
 mod piping;
+mod relist;
 mod world;
 pub use captures::{Captured, Captures};
 use clients::first_session;
 pub use piping::{ClientReason, Piping, PIPE_WAIT};
+pub use relist::Target;
 
 /// Subscription name prefix for a pane's title (`thinkterm_title_5` for `%5`).
 const SUB_TITLE: &str = "thinkterm_title_";
@@ -51,12 +53,21 @@ pub type Query<T> =
 pub struct Lists {
     /// Sessions.
     pub sessions: BTreeMap<SessionId, SessionInfo>,
-    /// Panes.
-    pub panes: BTreeMap<PaneId, PaneInfo>,
+    /// Panes: every pane, or the targets' only.
+    pub panes: Listed,
     /// Clients.
     pub clients: Vec<ClientInfo>,
     /// `focus-events` (None when it could not be read).
     pub focus_events: Option<bool>,
+}
+
+/// The panes a re-list found.
+#[derive(Debug)]
+pub enum Listed {
+    /// Every pane of the server (`list-panes -a`).
+    All(BTreeMap<PaneId, PaneInfo>),
+    /// What each target's command found (`None`: the target is gone).
+    Scoped(Vec<(Target, Option<BTreeMap<PaneId, PaneInfo>>)>),
 }
 
 /// The longest wait for attaching one control client (local work: a connect and three writes).
@@ -150,6 +161,8 @@ pub struct Observer {
     /// With pipes: the world subscription's target, and its last text as read.
     world_sub: Option<(ConnId, WindowId)>,
     world: Option<world::World>,
+    /// What the next re-list must cover.
+    scope: relist::Scope,
 }
 
 impl Observer {
@@ -207,6 +220,7 @@ impl Observer {
             main: Some(first),
             world_sub: None,
             world: None,
+            scope: relist::Scope::default(),
         };
         if let Some(cfg) = pipes {
             if !cfg.relay.is_file() {
@@ -373,10 +387,17 @@ impl Observer {
         self.any_connection().ok().cloned()
     }
 
-    /// Re-lists sessions, panes and clients and reads `focus-events` (four commands on one
+    /// Re-lists sessions, every pane and clients and reads `focus-events` (four commands on one
     /// connection), then attaches or drops control clients so that there is exactly one per
     /// session group. [`Observer::start_relist`] and [`Observer::apply_relist`] in one await.
     pub async fn refresh(&mut self) -> Result<(), ObserveError> {
+        self.want_full_relist();
+        self.refresh_changed().await
+    }
+
+    /// [`Observer::refresh`], listing only the panes of what changed since the last list, as
+    /// the daemon does ([`relist`]).
+    pub async fn refresh_changed(&mut self) -> Result<(), ObserveError> {
         let relist = self.start_relist();
         let lists = self.drain_until(relist).await?;
         self.apply_relist(lists);
@@ -384,22 +405,55 @@ impl Observer {
         Ok(())
     }
 
-    /// Sends the re-listing commands now; the returned future gives their answers, without
-    /// holding the observer (the daemon goes on taking in notifications meanwhile).
+    /// How many re-lists listed every pane, and how many only what changed.
+    pub fn relist_counts(&self) -> (u64, u64) {
+        self.scope.counts()
+    }
+
+    /// Sends the re-listing commands now (every pane, or the panes of what changed since the
+    /// last list: [`relist`]); the returned future gives their answers, without holding the
+    /// observer (the daemon goes on taking in notifications meanwhile).
     pub fn start_relist(&mut self) -> Query<Lists> {
         self.piping.relisting = true;
         let conn = match self.any_connection() {
             Ok(c) => c.clone(),
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
+            Err(e) => {
+                self.scope.add(None);
+                return Box::pin(std::future::ready(Err(e)));
+            }
         };
+        let plan = self.scope.take(
+            std::time::Instant::now(),
+            &self.inventory.panes,
+            &self.inventory.sessions,
+        );
+        tracing::trace!(?plan, "re-list");
         let sessions = conn.start(list_sessions_command());
-        let panes = conn.start(list_panes_command());
+        let panes: Query<Listed> = match plan {
+            relist::Plan::Full => {
+                let all = conn.start(list_panes_command());
+                Box::pin(async move { Ok(Listed::All(parse_panes(&all.await?))) })
+            }
+            relist::Plan::Scoped(targets) => {
+                let asked: Vec<_> = targets
+                    .into_iter()
+                    .map(|t| (t, conn.start(t.command())))
+                    .collect();
+                Box::pin(async move {
+                    let mut parts = Vec::with_capacity(asked.len());
+                    for (t, reply) in asked {
+                        parts.push((t, relist::answered(reply.await)?));
+                    }
+                    Ok(Listed::Scoped(parts))
+                })
+            }
+        };
         let clients = conn.start(list_clients_command());
         let focus = conn.start("show-options -gv focus-events".into());
         Box::pin(async move {
             Ok(Lists {
                 sessions: parse_sessions(&sessions.await?),
-                panes: parse_panes(&panes.await?),
+                panes: panes.await?,
                 clients: parse_clients(&clients.await?),
                 focus_events: focus
                     .await
@@ -419,6 +473,36 @@ impl Observer {
             clients,
             focus_events,
         } = lists;
+        let panes = match panes {
+            Listed::All(panes) => {
+                self.scope.full_done(std::time::Instant::now());
+                panes
+            }
+            Listed::Scoped(parts) => {
+                match relist::merge(&self.inventory.panes, &sessions, parts) {
+                    Ok(relist::Merged { panes, shrunk }) => {
+                        for s in shrunk {
+                            self.structure(Some(Target::Session(s)));
+                        }
+                        panes
+                    }
+                    Err(why) => {
+                        // Nothing of it is taken in; another list follows, of what it lacked.
+                        tracing::trace!(?why, "structure: a scoped re-list was not taken in");
+                        match why {
+                            relist::Unmerged::Inexact => self.structure(None),
+                            relist::Unmerged::Orphaned(windows) => {
+                                for w in windows {
+                                    self.structure(Some(Target::Window(w)));
+                                }
+                            }
+                        }
+                        self.relist_done();
+                        return;
+                    }
+                }
+            }
+        };
         // A command that changed before this list came, and whose subscription notice comes
         // after it, would otherwise go unreported: the notice finds the list already current.
         // The same for a pane whose first process changed (`respawn-pane`).

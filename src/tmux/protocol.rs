@@ -132,7 +132,8 @@ pub enum Notification {
     UnlinkedWindowAdd(WindowId),
     /// `%unlinked-window-close @W`.
     UnlinkedWindowClose(WindowId),
-    /// `%window-renamed @W NAME`.
+    /// `%window-renamed @W NAME`, or `%unlinked-window-renamed @W NAME` for a window of
+    /// another session than the client's.
     WindowRenamed(WindowId, String),
     /// `%window-pane-changed @W %P`: the window's active pane changed.
     WindowPaneChanged(WindowId, PaneId),
@@ -294,7 +295,7 @@ fn decode_text(text: &str, block: &mut Option<OpenBlock>) -> Option<Notification
         "%window-close" => Notification::WindowClose(WindowId::parse(arg())?),
         "%unlinked-window-add" => Notification::UnlinkedWindowAdd(WindowId::parse(arg())?),
         "%unlinked-window-close" => Notification::UnlinkedWindowClose(WindowId::parse(arg())?),
-        "%window-renamed" => {
+        "%window-renamed" | "%unlinked-window-renamed" => {
             let w = WindowId::parse(arg())?;
             Notification::WindowRenamed(w, after_words(rest, 1).to_string())
         }
@@ -412,7 +413,7 @@ mod tests {
 %subscription-changed t $0 @4 1 %4 : vm : x\n\
 %subscription-changed c $0 @4 1 %4 :\n\
 %window-add @4\n%window-close @4\n%unlinked-window-close @3\n%unlinked-window-add @3\n\
-%window-renamed @4 my window\n%window-pane-changed @4 %9\n%layout-change @4 b25f,80x24,0,0,2 b25f,80x24,0,0,2 *\n\
+%window-renamed @4 my window\n%unlinked-window-renamed @3 other\n%window-pane-changed @4 %9\n%layout-change @4 b25f,80x24,0,0,2 b25f,80x24,0,0,2 *\n\
 %session-window-changed $0 @4\n%sessions-changed\n%session-renamed $1 new name\n\
 %pane-mode-changed %4\n%pause %4\n%continue %4\n\
 %extended-output %4 120 : hi\\012\n%client-session-changed /dev/pts/3 $1 two\n%client-detached /dev/pts/3\n\
@@ -463,6 +464,7 @@ mod tests {
             UnlinkedWindowClose(WindowId(3)),
             UnlinkedWindowAdd(WindowId(3)),
             WindowRenamed(WindowId(4), "my window".into()),
+            WindowRenamed(WindowId(3), "other".into()),
             WindowPaneChanged(WindowId(4), PaneId(9)),
             LayoutChange(WindowId(4)),
             SessionWindowChanged(SessionId(0), WindowId(4)),

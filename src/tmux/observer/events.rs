@@ -3,7 +3,10 @@
 //! carries them), a title or command the subscriptions changed, the world format, a change of
 //! structure or of clients, a pane paused or continued, the server gone.
 
-use super::{world, Observed, Observer, SUB_COMMAND, SUB_FOCUS, SUB_TITLE};
+use std::collections::BTreeSet;
+
+use super::{world, Observed, Observer, Target, SUB_COMMAND, SUB_FOCUS, SUB_TITLE};
+use crate::ids::SessionId;
 use crate::tmux::connection::{ConnEvent, ConnId};
 use crate::tmux::escape::PaneBytes;
 use crate::tmux::protocol::Notification;
@@ -68,7 +71,7 @@ impl Observer {
                 }
                 // With pipes one client watches the server: when its session goes, the re-list
                 // that follows attaches another ([`Observer::attach_missing`]).
-                Some(Observed::Structure)
+                self.structure_of(None)
             }
             ConnEvent::Batch(notes) => {
                 self.queued.extend(notes.into_iter().map(|n| (id, n)));
@@ -130,19 +133,43 @@ impl Observer {
                         }
                     }
                 }
+                // Which client sees which session: every re-list lists sessions and clients.
                 Some(Observed::Structure)
             }
-            N::WindowAdd(_)
-            | N::WindowClose(_)
-            | N::UnlinkedWindowAdd(_)
-            | N::UnlinkedWindowClose(_)
-            | N::WindowRenamed(..)
-            | N::LayoutChange(_)
-            | N::SessionRenamed(..)
-            | N::SessionsChanged
-            | N::PaneModeChanged(_)
-            | N::WindowPaneChanged(..)
-            | N::SessionWindowChanged(..) => {
+            N::WindowClose(w) | N::UnlinkedWindowClose(w) => {
+                tracing::trace!(notification = ?n, "structure");
+                // The sessions that showed it: with `renumber-windows`, their other windows
+                // moved, and nothing else says so.
+                let shown: BTreeSet<SessionId> = self
+                    .inventory
+                    .panes
+                    .values()
+                    .filter(|p| p.window == w)
+                    .map(|p| p.session)
+                    .collect();
+                for s in shown {
+                    self.scope.add(Some(Target::Session(s)));
+                }
+                self.structure_of(Some(Target::Window(w)))
+            }
+            N::WindowAdd(w) | N::UnlinkedWindowAdd(w) => {
+                tracing::trace!(notification = ?n, "structure");
+                self.structure_of(Some(Target::SessionOf(w)))
+            }
+            N::WindowRenamed(w, _) | N::LayoutChange(w) | N::WindowPaneChanged(w, _) => {
+                tracing::trace!(notification = ?n, "structure");
+                self.structure_of(Some(Target::Window(w)))
+            }
+            N::PaneModeChanged(p) => {
+                tracing::trace!(notification = ?n, "structure");
+                self.structure_of(Some(Target::Pane(p)))
+            }
+            N::SessionWindowChanged(s, _) => {
+                tracing::trace!(notification = ?n, "structure");
+                self.structure_of(Some(Target::Session(s)))
+            }
+            N::SessionRenamed(..) | N::SessionsChanged => {
+                // Every re-list lists the sessions: nothing more to cover.
                 tracing::trace!(notification = ?n, "structure");
                 Some(Observed::Structure)
             }

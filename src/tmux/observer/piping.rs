@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Observed, Observer};
+use super::{Observed, Observer, Target};
 use crate::ids::{PaneId, SessionId};
 use crate::tmux::connection::ConnEvent;
 use crate::tmux::escape::PaneBytes;
@@ -161,7 +161,7 @@ impl Observer {
                 }
                 *p = Piping::Closed { listed: 0 };
                 tracing::trace!(%pane, "structure: pipe closed");
-                Some(Observed::Structure)
+                self.structure_of(Some(Target::Pane(pane)))
             }
             PipeEvent::Check => {
                 self.piping.check_due = false;
@@ -179,7 +179,10 @@ impl Observer {
                     self.schedule_pipe_check();
                 }
                 // The re-list that follows gives late panes to their control clients.
-                late.then_some(Observed::Structure)
+                if late {
+                    return self.structure_of(None);
+                }
+                None
             }
         }
     }
@@ -220,7 +223,7 @@ impl Observer {
             }
             None => {
                 tracing::trace!(%pane, "structure: pipe of a pane not listed yet");
-                Some(Observed::Structure)
+                self.structure_of(Some(Target::Pane(pane)))
             }
             Some(s) => {
                 self.pause_in_client(pane, s);
@@ -234,14 +237,15 @@ impl Observer {
     pub fn relist_done(&mut self) {
         self.piping.relisting = false;
         let inventory = &self.inventory;
-        let missing = self
+        let missing: Vec<PaneId> = self
             .piping
             .opened_unlisted
             .drain()
-            .any(|id| !inventory.panes.contains_key(&id));
-        if missing {
-            tracing::trace!("structure: a pane piped during the re-list is not in it");
-            self.found.push_back(Observed::Structure);
+            .filter(|id| !inventory.panes.contains_key(id))
+            .collect();
+        for pane in missing {
+            tracing::trace!(%pane, "structure: a pane piped during the re-list is not in it");
+            self.structure(Some(Target::Pane(pane)));
         }
     }
 
@@ -336,7 +340,8 @@ impl Observer {
                     Some(Piping::Client(ClientReason::Failed))
                 }
                 Some(Piping::Closed { listed: 0 }) => {
-                    // This list may be older than the close: ask for another.
+                    // This list may be older than the close: ask for another, of this pane.
+                    self.scope.add(Some(Target::Pane(*id)));
                     self.found.push_back(Observed::Structure);
                     Some(Piping::Closed { listed: 1 })
                 }

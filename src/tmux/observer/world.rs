@@ -118,7 +118,32 @@ pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     seen == panes.len()
 }
 
-use super::{Observed, Observer};
+/// The panes the world text shows otherwise than `panes` does (come, gone, or another active
+/// state or size): what a re-list must cover to agree with it again. Empty when it disagrees
+/// in nothing a pane can name (the panes' order, a pane shown twice).
+pub fn disagreeing(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
+    let mut out = std::collections::BTreeSet::new();
+    for rec in world.shape.split(RS).filter(|r| !r.is_empty()) {
+        let mut f = rec.split(' ');
+        let (Some(id), Some(flags), Some(size)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Some(id) = PaneId::parse(id) else {
+            continue;
+        };
+        let same = panes.get(&id).is_some_and(|p| {
+            flags == format!("{}{}", u8::from(p.active), u8::from(p.window_active))
+                && size == format!("{}x{}", p.width, p.height)
+        });
+        if !same {
+            out.insert(id);
+        }
+    }
+    out.extend(panes.keys().filter(|id| !world.pids.contains_key(id)));
+    out.into_iter().collect()
+}
+
+use super::{Observed, Observer, Target};
 use crate::tmux::inventory::PaneInfo;
 
 impl Observer {
@@ -145,16 +170,27 @@ impl Observer {
                 (changed, false)
             }
         };
-        let mut relist = false;
+        let mut targets = Vec::new();
         for id in respawned {
             if let (Some(p), Some(pid)) = (self.inventory.panes.get_mut(&id), new.pids.get(&id)) {
                 p.pid = *pid;
                 self.found.push_back(Observed::Command(id));
-                relist = true;
+                // The re-list reads tmux's name of its new program.
+                targets.push(Some(Target::Pane(id)));
             }
         }
-        if relist || (structure && !agrees_with(&new, &self.inventory.panes)) {
-            tracing::trace!(relist, "structure: world");
+        if structure && !agrees_with(&new, &self.inventory.panes) {
+            let panes = disagreeing(&new, &self.inventory.panes);
+            if panes.is_empty() {
+                targets.push(None);
+            }
+            targets.extend(panes.into_iter().map(|id| Some(Target::Pane(id))));
+        }
+        if !targets.is_empty() {
+            tracing::trace!(?targets, "structure: world");
+            for t in targets {
+                self.scope.add(t);
+            }
             self.found.push_back(Observed::Structure);
         }
         self.world = Some(new);
@@ -269,6 +305,23 @@ mod tests {
         ] {
             assert!(!agrees_with(&w, &inv(&panes)), "{panes:?}");
         }
+    }
+
+    #[test]
+    fn the_panes_the_inventory_shows_otherwise_are_named_for_the_re_list() {
+        let w = parse(&text(&[
+            ["%1", "10", "11", "80x24"],
+            ["%2", "20", "10", "40x24"],
+        ]));
+        let inv = |lines: &[String]| crate::tmux::inventory::parse_panes(lines);
+        let agreeing = inv(&[listed(1, 1, 1, 80, 24), listed(2, 0, 1, 40, 24)]);
+        assert_eq!(disagreeing(&w, &agreeing), []);
+        // %2 resized, %1 as it was.
+        let resized = inv(&[listed(1, 1, 1, 80, 24), listed(2, 0, 1, 80, 24)]);
+        assert_eq!(disagreeing(&w, &resized), [PaneId(2)]);
+        // %2 is new; %3 is gone.
+        let behind = inv(&[listed(1, 1, 1, 80, 24), listed(3, 0, 1, 40, 24)]);
+        assert_eq!(disagreeing(&w, &behind), [PaneId(2), PaneId(3)]);
     }
 
     #[test]
