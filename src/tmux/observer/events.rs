@@ -3,10 +3,7 @@
 //! carries them), a title or command the subscriptions changed, the world format, a change of
 //! structure or of clients, a pane paused or continued, the server gone.
 
-use std::collections::BTreeSet;
-
 use super::{world, Observed, Observer, Target, SUB_COMMAND, SUB_FOCUS, SUB_TITLE};
-use crate::ids::SessionId;
 use crate::tmux::connection::{ConnEvent, ConnId};
 use crate::tmux::escape::PaneBytes;
 use crate::tmux::protocol::Notification;
@@ -136,27 +133,18 @@ impl Observer {
                 // Which client sees which session: every re-list lists sessions and clients.
                 Some(Observed::Structure)
             }
-            N::WindowClose(w) | N::UnlinkedWindowClose(w) => {
-                tracing::trace!(notification = ?n, "structure");
-                // The sessions that showed it: with `renumber-windows`, their other windows
-                // moved, and nothing else says so.
-                let shown: BTreeSet<SessionId> = self
-                    .inventory
-                    .panes
-                    .values()
-                    .filter(|p| p.window == w)
-                    .map(|p| p.session)
-                    .collect();
-                for s in shown {
-                    self.scope.add(Some(Target::Session(s)));
-                }
-                self.structure_of(Some(Target::Window(w)))
-            }
             N::WindowAdd(w) | N::UnlinkedWindowAdd(w) => {
                 tracing::trace!(notification = ?n, "structure");
                 self.structure_of(Some(Target::SessionOf(w)))
             }
-            N::WindowRenamed(w, _) | N::LayoutChange(w) | N::WindowPaneChanged(w, _) => {
+            // A window closed: the list that finds it gone asks for the sessions that showed it
+            // (`relist::Merged::shrunk`: with `renumber-windows` their other windows moved, and
+            // nothing else says so).
+            N::WindowClose(w)
+            | N::UnlinkedWindowClose(w)
+            | N::WindowRenamed(w, _)
+            | N::LayoutChange(w)
+            | N::WindowPaneChanged(w, _) => {
                 tracing::trace!(notification = ?n, "structure");
                 self.structure_of(Some(Target::Window(w)))
             }

@@ -13,10 +13,10 @@
 //!
 //! What each change lists: a window added, its whole session (`list-panes -s -t @3`: with
 //! `new-window -a` the session's later windows move up, and nothing says so); a window closed,
-//! it and the sessions that showed it (`renumber-windows`); a rename, a layout change or a new
-//! active pane, the window; the pane the world subscription or a pipe names, its window; a
-//! session's current window, the session. Sessions, clients and `focus-events` are listed every
-//! time (cheap).
+//! it, then the sessions that showed it once a list finds it gone (`renumber-windows`); a
+//! rename, a layout change or a new active pane, the window; the pane the world subscription or
+//! a pipe names, its window; a session's current window, the session. Sessions, clients and
+//! `focus-events` are listed every time (cheap).
 //!
 //! Exactness: a full list names each pane under the first session (in tmux's order) that shows
 //! it; a targeted list names the session tmux finds best for the window. The two agree when no
@@ -181,8 +181,9 @@ pub struct Merged {
     /// The inventory's panes now.
     pub panes: BTreeMap<PaneId, PaneInfo>,
     /// Sessions that lost a window and that the list did not cover as a whole: with
-    /// `renumber-windows` their other windows moved (the window's close can come after the
-    /// list that found its panes gone, when the inventory no longer says whose it was).
+    /// `renumber-windows` their other windows moved, so they are listed next (the one place
+    /// that asks for them: the window's close can come before or after the list that finds
+    /// its panes gone).
     pub shrunk: Vec<SessionId>,
 }
 

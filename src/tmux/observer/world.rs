@@ -94,21 +94,29 @@ pub fn diff(old: &World, new: &World) -> Changes {
     }
 }
 
+/// The world text's records: each pane's id, its active flags and its size, as [`parse`] kept
+/// them (in tmux's order, a pane shown by several sessions once per session).
+fn records(world: &World) -> impl Iterator<Item = (PaneId, &str, &str)> {
+    world.shape.split(RS).filter_map(|rec| {
+        let mut f = rec.split(' ');
+        let (id, flags, size) = (f.next()?, f.next()?, f.next()?);
+        Some((PaneId::parse(id)?, flags, size))
+    })
+}
+
+/// Whether the inventory shows `p` as active and as large as a record says.
+fn shown_as(p: &PaneInfo, flags: &str, size: &str) -> bool {
+    flags == format!("{}{}", u8::from(p.active), u8::from(p.window_active))
+        && size == format!("{}x{}", p.width, p.height)
+}
+
 /// Whether `panes` (the inventory, as of the last list) already shows what the world text
 /// shows of every pane: the same panes, each as active and of the same size. A structural change
 /// that a re-list made since has already taken in needs no other.
 pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     let mut seen = 0;
-    for rec in world.shape.split(RS).filter(|r| !r.is_empty()) {
-        let mut f = rec.split(' ');
-        let (Some(id), Some(flags), Some(size)) = (f.next(), f.next(), f.next()) else {
-            return false;
-        };
-        let Some(p) = PaneId::parse(id).and_then(|id| panes.get(&id)) else {
-            return false;
-        };
-        let want = format!("{}{}", u8::from(p.active), u8::from(p.window_active));
-        if flags != want || size != format!("{}x{}", p.width, p.height) {
+    for (id, flags, size) in records(world) {
+        if !panes.get(&id).is_some_and(|p| shown_as(p, flags, size)) {
             return false;
         }
         seen += 1;
@@ -122,23 +130,10 @@ pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
 /// state or size): what a re-list must cover to agree with it again. Empty when it disagrees
 /// in nothing a pane can name (the panes' order, a pane shown twice).
 pub fn disagreeing(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
-    let mut out = std::collections::BTreeSet::new();
-    for rec in world.shape.split(RS).filter(|r| !r.is_empty()) {
-        let mut f = rec.split(' ');
-        let (Some(id), Some(flags), Some(size)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let Some(id) = PaneId::parse(id) else {
-            continue;
-        };
-        let same = panes.get(&id).is_some_and(|p| {
-            flags == format!("{}{}", u8::from(p.active), u8::from(p.window_active))
-                && size == format!("{}x{}", p.width, p.height)
-        });
-        if !same {
-            out.insert(id);
-        }
-    }
+    let mut out: std::collections::BTreeSet<PaneId> = records(world)
+        .filter(|(id, flags, size)| !panes.get(id).is_some_and(|p| shown_as(p, flags, size)))
+        .map(|(id, _, _)| id)
+        .collect();
     out.extend(panes.keys().filter(|id| !world.pids.contains_key(id)));
     out.into_iter().collect()
 }
