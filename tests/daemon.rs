@@ -803,10 +803,11 @@ fn an_agent_redrawing_heavily_is_gated_and_its_states_and_title_still_follow() {
     env.wait_row(&tmux, &pane, "state", "working", 10);
 }
 
-/// With pipes (the default), a pane that writes as fast as tmux reads costs the rest nothing:
-/// an agent beside it is classified, the daemon's memory stays bounded (its reader never keeps
-/// more than a burst and the sequences), the flooding program is never held up, and whatever the pane runs
-/// next is read from its first report.
+/// With pipes (the default), a pane that floods and that nothing reads has its pipe held closed
+/// (the flood gate, `daemon::flood`): tmux writes its bytes nowhere, and its terminal is watched
+/// for writes instead. It costs the rest nothing: an agent beside it is classified, the daemon's
+/// memory stays bounded, the flooding program is never held up, the pipe is opened again for
+/// the gate's samples, and what the pane runs next is read once tmux tells its new command.
 #[test]
 fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     let working = fixture("claude-code/2.1.328/003-working.txt");
@@ -827,9 +828,18 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
         let v: serde_json::Value = serde_json::from_str(&out).ok()?;
         (code == 0).then_some(v)
     };
-    wait_for(10, "both panes read through their pipes", || {
-        (explain(&flood)?["output"] == "pipe" && explain(&pane)?["output"] == "pipe").then_some(())
+    let held = || {
+        let v = explain(&flood)?;
+        let closed = tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"]);
+        (v["output"] == "pipe (held closed: the pane floods)"
+            && v["output_paused"] == true
+            && closed.trim() == "0")
+            .then_some(())
+    };
+    wait_for(10, "the agent read through its pipe", || {
+        (explain(&pane)?["output"] == "pipe").then_some(())
     });
+    wait_for(10, "the flood's pipe held closed", held);
     env.wait_row(&tmux, &pane, "agent", "claude", 10);
     tmux.type_line(&pane, &working);
     env.wait_row(&tmux, &pane, "state", "working", 10);
@@ -841,11 +851,38 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     });
     let rss = support::rss_kib(d.child.id());
     assert!(rss < 60 * 1024, "daemon RSS {rss} KiB while a pane floods");
+    // Its writes are still known while its pipe is held, from its terminal: `yes` writes all
+    // the time, so each look finds it wrote just now (3 s of looks, across a hold's length).
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
+    let mut looks = 0;
+    while std::time::Instant::now() < until {
+        if let Some(v) = explain(&flood) {
+            if v["output"] == "pipe (held closed: the pane floods)" {
+                looks += 1;
+                let ago = v["wrote_ms_ago"].as_u64();
+                assert!(
+                    ago.is_some_and(|a| a < 500),
+                    "a held pane's writes unseen: {v}"
+                );
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(looks >= 5, "the pipe was held at only {looks} looks");
+    // The gate samples the flood through the pipe opened again (after 2 s, then 4 s), and
+    // holds it closed again.
+    wait_for(15, "a sample of the flood, and the pipe held again", || {
+        let pauses = explain(&flood)?["flood_pauses"].as_u64()?;
+        (pauses >= 2 && held().is_some()).then_some(())
+    });
     let reporter = env.path("reporter.sh");
+    // The program that follows reports a moment after it starts: tmux tells its new command
+    // within a second, and only then is the pipe opened again (what a new program writes in
+    // a held pane before that is not read).
     script(
         &reporter,
         &format!(
-            "#!/bin/bash\n{BIN} report --app flooder --state blocked --kind permission\nexec sleep 300\n"
+            "#!/bin/bash\nsleep 3\n{BIN} report --app flooder --state blocked --kind permission\nexec sleep 300\n"
         ),
     );
     tmux.cmd(&[
@@ -857,34 +894,43 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     ]);
     let row = env.wait_row(&tmux, &flood, "state", "blocked", 15);
     assert_eq!(row["source"], "status_report", "{row}");
-    // The report came before the daemon knew the pane respawned (tmux tells a new first
-    // process within a second); once it knows, and has probed the new program, the report
-    // still stands: it was the new program's.
-    wait_for(10, "the respawned pane's new program probed", || {
-        let fg = explain(&flood)?["foreground"].to_string();
-        fg.contains("sleep").then_some(())
-    });
+    let v = wait_for(
+        10,
+        "the new program probed, read through the pipe opened again",
+        || {
+            let v = explain(&flood)?;
+            (v["foreground"].to_string().contains("sleep") && v["output"] == "pipe").then_some(v)
+        },
+    );
+    assert_eq!(v["output_paused"], false, "{v}");
+    assert_eq!(
+        tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"])
+            .trim(),
+        "1",
+        "the pipe is open again"
+    );
     let row = env.pane_row(&tmux, &flood).unwrap();
     assert_eq!(row["state"], "blocked", "{row}");
-    assert_eq!(
-        explain(&flood).unwrap()["output"],
-        "pipe",
-        "the pipe outlives respawn-pane"
-    );
     let started = std::time::Instant::now();
     d.stop();
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    // Nothing of ours is left in tmux: the pipe closed, its mark gone.
+    let left = tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"]);
+    assert_eq!(left.trim(), "0", "our pipe closed at the stop");
 }
 
-/// A pane that writes as fast as tmux reads (`yes`) read through its pipe (never gated) must
-/// not grow the tmux server: tmux keeps in its own memory whatever a pipe has not taken yet
-/// (and a client of another session stops it from holding the pane back instead). Read at one
-/// pipe-full a period, the server grew by 17 MB a second; each read takes everything the pipe
-/// holds, and the daemon gets what the pipe's keeper keeps (`tmux::pipe::keep`).
+/// A pane that writes as fast as tmux reads (`yes`) read through its pipe (the flood gate off,
+/// `flood_pause_kib_s = 0`, so the pipe stays open) must not grow the tmux server: tmux keeps
+/// in its own memory whatever a pipe has not taken yet (and a client of another session stops
+/// it from holding the pane back instead). Read at one pipe-full a period, the server grew by
+/// 17 MB a second; each read takes everything the pipe holds, and the daemon gets what the
+/// pipe's keeper keeps (`tmux::pipe::keep`).
 #[test]
 fn a_pipe_is_read_as_fast_as_a_flooding_pane_writes() {
     let mut tmux = Tmux::new();
-    let env = Env::new();
+    let mut env = Env::new();
+    env.vars
+        .push(("THINKTERM_FLOOD_PAUSE_KIB_S".into(), "0".into()));
     let flood = tmux.new_session("flood", Some("yes"));
     tmux.new_session("other", None);
     let pid = |f: &str| -> u32 {

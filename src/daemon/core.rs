@@ -304,6 +304,7 @@ impl Daemon {
     /// The slow timer: every pane's foreground again, the disk (rules folder, panel file)
     /// looked at off the loop, stuck probes and finished players reported and reaped.
     fn slow_tick(&mut self, now: Now) {
+        self.take_held_writes(now.at);
         self.probe_all(now, false);
         self.start_nested_scan();
         self.prober.report_stuck(now.at);

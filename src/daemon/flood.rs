@@ -1,19 +1,21 @@
 //! Flood control for panes nobody needs to read: a pane with no agent, no status report and no
 //! `THINKTERM_AGENT` value that writes faster than a limit (`yes`, a build log, `cat` of a big
-//! file) and that is read through a control client has its output paused there
-//! (`refresh-client -A '%P:pause'`). tmux keeps reading the pane (the program never blocks,
-//! other clients see everything) and simply stops copying it to us. A piped pane is not gated:
-//! its pipe costs tmux one write of each byte, its reader takes a flood whole and keeps for
-//! the daemon what it reads (`tmux::pipe::keep`), and a pause would hide the pane's writes from the terminal notes'
-//! wait for a still window (`daemon::terminal`), which counts a paused pane as writing: notes
-//! sent during a flood in bursts were never written. The pause is held for a while, then output
-//! is resumed for a sample: if the pane still floods it is paused again, for twice as long (up
-//! to [`MAX_HOLD`]); a pane that calmed down stays on. A change of the pane's foreground
-//! command, or an agent or report appearing, resumes it at once.
+//! file) stops being copied to us. A pane read through its pipe (the default) has the pipe held
+//! closed (`Observer::hold_pipe`): tmux then writes its bytes nowhere, which at 1 MiB/s on a busy
+//! server saves tmux a write and a turn of its loop a few hundred times a second, and the daemon
+//! the reads; its terminal is watched for writes instead (`tmux::tty_watch`), so the terminal
+//! notes' wait for a still window (`daemon::terminal`) still sees when it writes. A pane read
+//! through a control client has its output paused there (`refresh-client -A '%P:pause'`),
+//! and counts as writing while paused. tmux keeps reading the pane either way (the program
+//! never blocks, other clients see everything). The pause is held for a while, then output
+//! is resumed for a sample (the pipe opened again): if the pane still floods it is paused
+//! again, for twice as long (up to [`MAX_HOLD`]); a pane that calmed down stays on. A change of
+//! the pane's foreground command, or an agent or report appearing, resumes it at once.
 //!
 //! What is lost while a pane is paused is only what the sidecar would have scanned of its bytes:
-//! escape sequences from a program that is not an agent. Titles and commands still arrive by
-//! subscription. Pure logic with an injected clock.
+//! escape sequences from a program that is not an agent, and what a new program in the pane
+//! writes before tmux tells its new command (within a second). Titles and commands still arrive
+//! by subscription. Pure logic with an injected clock.
 
 use std::time::{Duration, Instant};
 
@@ -47,6 +49,8 @@ pub struct FloodGate {
     /// Output resumed after a hold and the first window is the sample: flooding in it pauses
     /// again with a doubled hold.
     sampling: bool,
+    /// Pauses so far (for `explain`).
+    pauses: u64,
 }
 
 impl FloodGate {
@@ -59,7 +63,13 @@ impl FloodGate {
             paused_until: None,
             hold: FIRST_HOLD,
             sampling: false,
+            pauses: 0,
         }
+    }
+
+    /// Pauses so far.
+    pub fn pauses(&self) -> u64 {
+        self.pauses
     }
 
     /// Whether output is paused now.
@@ -100,6 +110,7 @@ impl FloodGate {
         self.paused_until = Some(now + self.hold);
         self.window_start = None;
         self.window_bytes = 0;
+        self.pauses += 1;
         Some(FloodAction::Pause)
     }
 

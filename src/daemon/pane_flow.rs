@@ -2,7 +2,7 @@
 //! probe answers, captured screens, flood pauses; each turned into the pane's state machine's
 //! inputs, and the state machine's effects into the rollup, the status line and the event bus.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::core::Daemon;
 use super::flood::FloodAction;
@@ -50,10 +50,11 @@ impl Daemon {
                     // Bytes the model cannot follow (a control client's copy can be paused).
                     _ => p.model = None,
                 }
-                // The gates pause a control client's copy; a piped pane has none (its bytes cost
-                // tmux one write, and never hold up a capture's reply).
+                // The redraw gate pauses a control client's copy; a piped pane has none (its
+                // bytes cost tmux one write, and never hold up a capture's reply). The flood
+                // gate holds a piped pane's pipe closed instead (`Observer::hold_pipe`).
                 let (flood, redraw) = if data.is_piped() {
-                    (None, None)
+                    (p.flood.on_output(now.at, data.len(), p.unread()), None)
                 } else {
                     let flood = p.flood.on_output(now.at, data.len(), p.unread());
                     let limit = self.config.config.redraw_pause_kib.saturating_mul(1024);
@@ -348,12 +349,38 @@ impl Daemon {
         }
     }
 
-    /// Pauses or resumes our copy of a pane's output (see [`super::flood`]).
+    /// Panes whose pipe is held closed while they flood and that wrote since the last call
+    /// count as having written at `at` (the terminal notes' wait for a still window, and at
+    /// each slow tick, which keeps the kernel's queue of their events short).
+    pub(super) fn take_held_writes(&mut self, at: Instant) {
+        let wrote = self
+            .link
+            .observer
+            .as_mut()
+            .map(|o| o.held_wrote())
+            .unwrap_or_default();
+        for id in wrote {
+            if let Some(p) = self.panes.get_mut(&id) {
+                p.wrote_unseen(at);
+            }
+        }
+    }
+
+    /// Pauses or resumes our copy of a pane's output, or holds its pipe closed and opens it
+    /// again (see [`super::flood`]). A pause that cannot be made (a pipe whose terminal cannot
+    /// be watched) lets the gate go: the pane is read as before.
     pub(super) fn flood_action(&mut self, pane: PaneId, action: FloodAction) {
         let on = action == FloodAction::Resume;
         tracing::debug!(%pane, on, "flooding pane: output copy {}", if on { "resumed" } else { "paused" });
-        if let Some(obs) = &mut self.link.observer {
-            obs.set_output(pane, on);
+        let done = match &mut self.link.observer {
+            Some(obs) => obs.flood_output(pane, on),
+            None => false,
+        };
+        if !on && !done {
+            if let Some(p) = self.panes.get_mut(&pane) {
+                p.flood.release();
+            }
+            return;
         }
         if on {
             // What was skipped may have left a sequence half open.

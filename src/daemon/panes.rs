@@ -336,6 +336,13 @@ impl PaneEntry {
         self.tracker.on_input(now, PaneInput::Screen(input))
     }
 
+    /// The pane wrote and its bytes did not come (its pipe is held closed while it floods):
+    /// as output for when it last wrote and the look that follows, with nothing to scan.
+    pub fn wrote_unseen(&mut self, now: Instant) {
+        self.last_output = Some(now);
+        self.unlooked_output.get_or_insert(now);
+    }
+
     /// Output arrived: scan it for escape sequences and tell the tracker what they said.
     pub fn on_output(&mut self, now: Now, data: &PaneBytes, detection: bool) -> OutputOutcome {
         self.output_bytes += data.len() as u64;
@@ -517,6 +524,7 @@ impl PaneEntry {
             "at_shell": self.fg.at_shell,
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
             "output_paused": self.flood.is_paused(),
+            "flood_pauses": self.flood.pauses(),
             "redraw_pauses": self.redraw.pauses(),
             "screen_model": self.model.as_ref().map(ScreenModel::explain),
         })

@@ -56,9 +56,15 @@ impl Daemon {
                 if self.route(machine.as_deref(), ask, &m.reply) {
                     return;
                 }
+                // A pane whose pipe is held closed: whether it wrote since the last look.
+                self.take_held_writes(now.at);
                 match self.panes.get(&pane) {
                     Some(p) => {
                         let mut value = p.explain(&self.rules.catalog);
+                        value["wrote_ms_ago"] = p
+                            .last_output
+                            .map(|t| now.at.saturating_duration_since(t).as_millis() as u64)
+                            .into();
                         // What a saved fixture needs besides the pane's own facts (issue 17).
                         if let Some(i) = self.inventory().and_then(|i| i.panes.get(&pane)) {
                             value["width"] = i.width.into();

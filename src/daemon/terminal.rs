@@ -484,12 +484,15 @@ impl Daemon {
             return;
         };
         let window = client.window.unwrap_or(WindowId(0));
+        self.take_held_writes(now.at);
         let (mut last_output, mut paused) = (None, false);
         if let Some(inv) = self.inventory() {
             for p in inv.panes.values().filter(|p| p.window == window) {
                 if let Some(e) = self.panes.get(&p.id) {
                     last_output = last_output.max(e.last_output);
-                    paused |= e.flood.is_paused();
+                    // A held pipe's writes are known (its terminal is watched, drained above).
+                    let held = self.link.observer.as_ref().is_some_and(|o| o.held(p.id));
+                    paused |= e.flood.is_paused() && !held;
                 }
             }
         }

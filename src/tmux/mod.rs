@@ -1,7 +1,8 @@
 //! Everything that talks to tmux: the control-mode protocol ([`protocol`], [`escape`]), one
 //! control client ([`connection`]) and the grid it is read on ([`grid`]), command lines
 //! ([`command`]), which server ([`server`]), what it holds ([`inventory`]), the panes' pipes
-//! ([`pipe`]) and the watcher of a whole server ([`observer`]).
+//! ([`pipe`]), writes to a pane's terminal seen without its bytes ([`tty_watch`]) and the watcher
+//! of a whole server ([`observer`]).
 //! Owns: the tmux wire; does not own: what the panes' contents mean.
 
 pub(crate) mod attach;
@@ -16,3 +17,4 @@ pub mod pipe;
 pub mod protocol;
 pub mod quick;
 pub mod server;
+pub mod tty_watch;

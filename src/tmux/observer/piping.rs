@@ -9,6 +9,11 @@
 //! replaced or closed ours: it is theirs from then on) is read through its control client, whose
 //! output is switched on for as long as its session holds such a pane; the piped panes of that
 //! session are paused in that client.
+//!
+//! A pane that floods and whose bytes nothing reads (`daemon::flood`) has our pipe held closed
+//! ([`Piping::Held`]) between samples: tmux then writes its bytes nowhere, and its terminal is
+//! watched for writes instead ([`crate::tmux::tty_watch`], drained by [`Observer::held_wrote`]).
+//! It is not read through its control client meanwhile.
 
 use std::time::{Duration, Instant};
 
@@ -17,6 +22,7 @@ use crate::ids::{PaneId, SessionId};
 use crate::tmux::connection::ConnEvent;
 use crate::tmux::escape::PaneBytes;
 use crate::tmux::pipe::{PipeEvent, PipeHandle, Pipes, MARK, PIPES};
+use crate::tmux::tty_watch::TtyWatch;
 
 /// How long a pipe asked for may take to be handed over before the pane is read through its
 /// control client instead (a relay is one `fork` and `exec` of this binary).
@@ -56,6 +62,9 @@ pub enum Piping {
     },
     /// Read through its control client.
     Client(ClientReason),
+    /// Our pipe is closed on purpose while the pane floods and nothing reads its bytes; its
+    /// terminal is watched for writes. Reopened for each sample of the flood gate.
+    Held,
 }
 
 /// Why a pane is read through its control client.
@@ -94,6 +103,8 @@ pub struct PipeState {
     pub opened_unlisted: std::collections::HashSet<PaneId>,
     /// Listed panes whose pipe waits for a later round ([`MAX_ASKED`]).
     pub unasked: usize,
+    /// The terminals of [`Piping::Held`] panes, watched for writes (made at the first hold).
+    pub ttys: Option<TtyWatch>,
 }
 
 impl PipeState {
@@ -111,7 +122,7 @@ impl PipeState {
         self.pipes.is_some()
             && matches!(
                 self.panes.get(&pane),
-                Some(Piping::Asked(_) | Piping::Live(_))
+                Some(Piping::Asked(_) | Piping::Live(_) | Piping::Held)
             )
     }
 }
@@ -192,7 +203,7 @@ impl Observer {
         self.piping.pipes.as_ref()?;
         match self.piping.panes.get(&pane) {
             None | Some(Piping::Asked(_) | Piping::Live(_)) => {}
-            Some(Piping::Closed { .. } | Piping::Client(_)) => {
+            Some(Piping::Closed { .. } | Piping::Client(_) | Piping::Held) => {
                 // Late, or after the pane went to its control client, whose copy would overlap
                 // what the pipe holds: let it go (the handle closes our end), and close it in
                 // tmux when it is ours for sure.
@@ -280,9 +291,16 @@ impl Observer {
         let now = Instant::now();
         let token = pipes.token().to_string();
         let inventory = &self.inventory;
-        self.piping
-            .panes
-            .retain(|id, p| inventory.panes.contains_key(id) || matches!(p, Piping::Live(_)));
+        let ttys = &mut self.piping.ttys;
+        self.piping.panes.retain(|id, p| {
+            let keep = inventory.panes.contains_key(id) || matches!(p, Piping::Live(_));
+            if !keep {
+                if let Some(t) = ttys.as_mut() {
+                    t.unwatch(*id);
+                }
+            }
+            keep
+        });
         // Bytes held for panes the list now has go out first, in order.
         let listed: Vec<PaneId> = self
             .piping
@@ -389,6 +407,110 @@ impl Observer {
         self.sync_outputs();
     }
 
+    /// Holds `pane`'s pipe closed while it floods and nothing reads its bytes (see the module
+    /// docs); its terminal is watched for writes from now on. Returns false, and changes
+    /// nothing, when the pane is not read through a live pipe of ours or its terminal cannot be
+    /// watched (the pane then keeps its pipe).
+    pub fn hold_pipe(&mut self, pane: PaneId) -> bool {
+        if !matches!(self.piping.panes.get(&pane), Some(Piping::Live(_))) {
+            return false;
+        }
+        let Some(tty) = self
+            .inventory
+            .panes
+            .get(&pane)
+            .map(|p| std::path::PathBuf::from(&p.tty))
+            .filter(|t| t.is_absolute())
+        else {
+            return false;
+        };
+        if self.any_connection().is_err() {
+            return false;
+        }
+        if self.piping.ttys.is_none() {
+            match TtyWatch::new() {
+                Ok(t) => self.piping.ttys = Some(t),
+                Err(e) => {
+                    tracing::debug!(error = %e, "cannot watch terminals for writes: a flooding pane keeps its pipe");
+                    return false;
+                }
+            }
+        }
+        let Some(ttys) = self.piping.ttys.as_mut() else {
+            return false;
+        };
+        if let Err(e) = ttys.watch(pane, &tty) {
+            tracing::debug!(%pane, tty = %tty.display(), error = %e, "cannot watch the pane's terminal: it keeps its pipe");
+            return false;
+        }
+        if let Ok(c) = self.any_connection() {
+            c.send(format!("pipe-pane -t {pane}"));
+        }
+        // Dropping the handle stops its reader; tmux's close of the pipe is expected.
+        self.piping.panes.insert(pane, Piping::Held);
+        true
+    }
+
+    /// Opens `pane`'s held pipe again (for a sample of the flood, or because its bytes may
+    /// matter now) and stops watching its terminal. A `pipe-pane` of someone else's made
+    /// meanwhile is left alone: the pipe then never comes, and the pane goes to its control
+    /// client as any pipe that never came.
+    pub fn reopen_pipe(&mut self, pane: PaneId) {
+        if !matches!(self.piping.panes.get(&pane), Some(Piping::Held)) {
+            return;
+        }
+        if let Some(t) = self.piping.ttys.as_mut() {
+            t.unwatch(pane);
+        }
+        let Some(pipes) = &self.piping.pipes else {
+            return;
+        };
+        let line = pipes.reopen_command(pane);
+        if let Ok(c) = self.any_connection() {
+            c.send(line);
+        }
+        self.piping
+            .panes
+            .insert(pane, Piping::Asked(Instant::now()));
+        self.schedule_pipe_check();
+    }
+
+    /// The flood gate's pause (`on` false) or resume of `pane` (`daemon::flood`): a piped pane's
+    /// pipe is held closed and opened again; a pane read through its control client has its
+    /// copy paused there. Returns false when nothing was paused (a pipe still being opened, or
+    /// one that cannot be held).
+    pub fn flood_output(&mut self, pane: PaneId, on: bool) -> bool {
+        match self.piping.panes.get(&pane) {
+            Some(Piping::Live(_)) if !on => self.hold_pipe(pane),
+            Some(Piping::Held) if on => {
+                self.reopen_pipe(pane);
+                true
+            }
+            _ if self.piping.piped(pane) => false,
+            _ => {
+                self.set_output(pane, on);
+                true
+            }
+        }
+    }
+
+    /// The panes whose pipe is held closed that wrote to their terminal since the last call
+    /// (their bytes do not come; see [`crate::tmux::tty_watch`]).
+    pub fn held_wrote(&mut self) -> Vec<PaneId> {
+        self.piping
+            .ttys
+            .as_mut()
+            .map(TtyWatch::drain)
+            .unwrap_or_default()
+    }
+
+    /// Whether `pane`'s pipe is held closed with its terminal watched: whether it wrote is
+    /// known ([`Observer::held_wrote`]) though its bytes do not come.
+    pub fn held(&self, pane: PaneId) -> bool {
+        matches!(self.piping.panes.get(&pane), Some(Piping::Held))
+            && self.piping.ttys.as_ref().is_some_and(|t| t.watches(pane))
+    }
+
     /// No pipe ever came: every pane is read through its control client from now on.
     fn give_up_pipes(&mut self) {
         let socket = self
@@ -406,6 +528,7 @@ impl Observer {
             }
         }
         self.piping.pipes = None;
+        self.piping.ttys = None;
         for p in self.piping.panes.values_mut() {
             *p = Piping::Client(ClientReason::Failed);
         }
@@ -496,8 +619,11 @@ impl Observer {
             .map(|hook| format!("set-hook -gu {hook}[{}]", super::HOOK_INDEX))
             .collect();
         for (id, p) in &self.piping.panes {
-            if matches!(p, Piping::Live(_) | Piping::Asked(_)) {
-                out.extend(Pipes::close_commands(*id));
+            match p {
+                Piping::Live(_) | Piping::Asked(_) => out.extend(Pipes::close_commands(*id)),
+                // No pipe of ours to close (a `pipe-pane` of the person's since must stay).
+                Piping::Held => out.push(format!("set-option -pu -t {id} {MARK}")),
+                _ => {}
             }
         }
         out
@@ -509,6 +635,7 @@ impl Observer {
             Some(Piping::Live(_)) => "pipe",
             Some(Piping::Asked(_)) => "pipe (being opened)",
             Some(Piping::Closed { .. }) => "pipe (closed by tmux)",
+            Some(Piping::Held) => "pipe (held closed: the pane floods)",
             Some(Piping::Client(ClientReason::Foreign)) => {
                 "control client (the pane has a pipe-pane of its own)"
             }
@@ -527,7 +654,7 @@ impl Observer {
             .piping
             .panes
             .values()
-            .filter(|p| matches!(p, Piping::Live(_)))
+            .filter(|p| matches!(p, Piping::Live(_) | Piping::Held))
             .count();
         let client = self.inventory.panes.len().saturating_sub(live);
         (live, client)

@@ -218,6 +218,21 @@ impl Pipes {
         ]
     }
 
+    /// The command that opens and marks `pane`'s pipe again after it was held closed, unless
+    /// the pane has a pipe now (someone's `pipe-pane`, which must stay).
+    pub fn reopen_command(&self, pane: PaneId) -> String {
+        let open = format!(
+            "pipe-pane -O -t {pane} {} ; set-option -p -t {pane} {MARK} {}",
+            quote(&self.shell_command()),
+            self.token
+        );
+        format!(
+            "if-shell -F -t {pane} {} {}",
+            quote("#{?pane_pipe,,1}"),
+            quote(&open)
+        )
+    }
+
     /// The command our hooks run for a new pane: open and mark its pipe, unless something
     /// (a hook of the person's) already piped it.
     pub fn hook_command(&self) -> String {
