@@ -275,6 +275,26 @@ mod tests {
         r.unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Makes an executable at `to`, a copy of `from`, through a child process (`install`), so
+    /// that no descriptor of this test process ever has it open for writing: a test thread
+    /// that forks while another writes a file keeps the descriptor until its child's exec, and
+    /// running the file meanwhile fails with ETXTBSY ("Text file busy", seen in CI).
+    fn install_exe(from: &Path, to: &Path) {
+        let st = ok(std::process::Command::new("install")
+            .args(["-m", "755"])
+            .arg(from)
+            .arg(to)
+            .status());
+        assert!(st.success(), "install {} {}", from.display(), to.display());
+    }
+
+    /// A script at `to` ([`install_exe`] of a file written beside it).
+    fn script_exe(to: &Path, body: &str) {
+        let src = to.with_extension("src");
+        ok(std::fs::write(&src, body));
+        install_exe(&src, to);
+    }
+
     #[test]
     fn version_words_are_found_in_what_agents_print() {
         for (out, want) in [
@@ -350,22 +370,14 @@ mod tests {
     fn version_runs_with_a_time_limit() {
         let dir = ok(tempfile::tempdir());
         let prog = dir.path().join("fakeagent");
-        ok(std::fs::write(&prog, "#!/bin/sh\necho 'fakeagent 3.4.5'\n"));
-        ok(std::fs::set_permissions(
-            &prog,
-            std::fs::Permissions::from_mode(0o755),
-        ));
+        script_exe(&prog, "#!/bin/sh\necho 'fakeagent 3.4.5'\n");
         assert_eq!(
             run_version(&prog, &[], VERSION_LIMIT).as_deref(),
             Some("3.4.5")
         );
         // A program that never answers is stopped at the limit.
         let slow = dir.path().join("slow");
-        ok(std::fs::write(&slow, "#!/bin/sh\nexec sleep 30\n"));
-        ok(std::fs::set_permissions(
-            &slow,
-            std::fs::Permissions::from_mode(0o755),
-        ));
+        script_exe(&slow, "#!/bin/sh\nexec sleep 30\n");
         let t = Instant::now();
         assert_eq!(run_version(&slow, &[], Duration::from_millis(200)), None);
         assert!(t.elapsed() < Duration::from_secs(5));
@@ -387,17 +399,13 @@ mod tests {
         let dir = ok(tempfile::tempdir());
         let pidfile = dir.path().join("pid");
         let slow = dir.path().join("slow");
-        ok(std::fs::write(
+        script_exe(
             &slow,
-            format!(
+            &format!(
                 "#!/bin/sh\necho $$ > '{}'\nexec sleep 30\n",
                 pidfile.display()
             ),
-        ));
-        ok(std::fs::set_permissions(
-            &slow,
-            std::fs::Permissions::from_mode(0o755),
-        ));
+        );
         let (child, _) = spawn_version(&slow, &[], Duration::from_millis(300)).expect("spawned");
         // Abandoned, as by a daemon that was SIGKILLed: never waited for, never killed.
         std::mem::forget(child);
@@ -434,7 +442,7 @@ mod tests {
         // ("sleep (GNU coreutils) 9.1").
         let dir = ok(tempfile::tempdir());
         let agent = dir.path().join("fakeagent");
-        ok(std::fs::copy("/bin/sleep", &agent));
+        install_exe(Path::new("/bin/sleep"), &agent);
         let mut child = ok(std::process::Command::new(&agent).arg("30").spawn());
         let p = ProcInfo {
             pid: child.id(),

@@ -355,14 +355,24 @@ impl Drop for Daemon {
     }
 }
 
-/// Writes an executable script.
+/// Writes an executable script. The script itself is made by a child process (`install`
+/// of a file written beside it), so that no descriptor of this test process ever has it open
+/// for writing: a test thread that forks meanwhile would keep that descriptor until its
+/// child's exec, and running the script then fails with ETXTBSY ("Text file busy").
 pub fn script(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).expect("mkdir");
     }
-    std::fs::write(path, body).expect("write script");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let mut src = path.as_os_str().to_owned();
+    src.push(".src");
+    std::fs::write(&src, body).expect("write script");
+    let st = Command::new("install")
+        .args(["-m", "755"])
+        .arg(&src)
+        .arg(path)
+        .status()
+        .expect("install");
+    assert!(st.success(), "install {}", path.display());
 }
 
 /// A person's tmux client attached in a pseudo-terminal of the given size (`script`), killed
