@@ -336,8 +336,9 @@ impl PaneEntry {
         self.tracker.on_input(now, PaneInput::Screen(input))
     }
 
-    /// The pane wrote and its bytes did not come (its pipe is held closed while it floods):
-    /// as output for when it last wrote and the look that follows, with nothing to scan.
+    /// The pane wrote (its bytes, if they came, are [`Self::on_output`]'s; a pipe held closed
+    /// while it floods brings none): when it last wrote, and since output means something
+    /// runs, a look again at what, a moment later (`look_due`).
     pub fn wrote_unseen(&mut self, now: Instant) {
         self.last_output = Some(now);
         self.unlooked_output.get_or_insert(now);
@@ -349,9 +350,7 @@ impl PaneEntry {
         let quiet = self
             .last_output
             .is_none_or(|t| now.at.saturating_duration_since(t) >= self.look_every());
-        self.last_output = Some(now.at);
-        // Output means something runs: look again at what, a moment later (`look_due`).
-        self.unlooked_output.get_or_insert(now.at);
+        self.wrote_unseen(now.at);
         self.burst_began |= quiet;
         let mut out = OutputOutcome::default();
         // Text with no ESC is not even un-escaped (see `PaneBytes::to_scan`).

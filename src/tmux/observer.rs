@@ -1,8 +1,8 @@
 //! The observer of one tmux server: its control clients, kept in step with `%sessions-changed`
 //! (with pane pipes, [`piping`], the default: one for the whole server, with the [`world`]
 //! subscription, plus one per session holding a pane read through its client; without: one
-//! per session group); the inventory; the panes' bytes, through each pane's pipe or its control
-//! client; and pane captures sent over a control connection (no process per capture). What
+//! per session group); the inventory; the panes' bytes, through each pane's pipe (held closed
+//! while the pane floods, [`holding`]) or its control client; and pane captures sent over a control connection (no process per capture). What
 //! the connections say becomes what the observer reports in [`events`].
 
 use std::collections::{BTreeMap, HashMap};
@@ -26,6 +26,7 @@ use crate::ids::{PaneId, SessionId, WindowId};
 mod captures;
 mod clients;
 mod events;
+mod holding;
 mod piping;
 mod relist;
 mod world;

@@ -221,27 +221,28 @@ impl Pipes {
     /// The command that opens and marks `pane`'s pipe again after it was held closed, unless
     /// the pane has a pipe now (someone's `pipe-pane`, which must stay).
     pub fn reopen_command(&self, pane: PaneId) -> String {
+        self.open_unless_piped(&format!(" -t {pane}"))
+    }
+
+    /// The command our hooks run for a new pane (the hook's pane): open and mark its pipe,
+    /// unless something (a hook of the person's) already piped it.
+    pub fn hook_command(&self) -> String {
+        self.open_unless_piped("")
+    }
+
+    /// Opens and marks the pipe of the pane `target` names (` -t %N`, or nothing: the
+    /// context's pane) unless it has one.
+    fn open_unless_piped(&self, target: &str) -> String {
         let open = format!(
-            "pipe-pane -O -t {pane} {} ; set-option -p -t {pane} {MARK} {}",
+            "pipe-pane -O{target} {} ; set-option -p{target} {MARK} {}",
             quote(&self.shell_command()),
             self.token
         );
         format!(
-            "if-shell -F -t {pane} {} {}",
+            "if-shell -F{target} {} {}",
             quote("#{?pane_pipe,,1}"),
             quote(&open)
         )
-    }
-
-    /// The command our hooks run for a new pane: open and mark its pipe, unless something
-    /// (a hook of the person's) already piped it.
-    pub fn hook_command(&self) -> String {
-        let open = format!(
-            "pipe-pane -O {} ; set-option -p {MARK} {}",
-            quote(&self.shell_command()),
-            self.token
-        );
-        format!("if-shell -F {} {}", quote("#{?pane_pipe,,1}"), quote(&open))
     }
 }
 
