@@ -40,6 +40,9 @@ fn a_live_agent_pane_is_classified_from_its_screen() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["state"], "blocked");
     assert_eq!(v["explanation"]["agent"], "claude");
+    // The working and the blocked screens were each classified (not taken from the memo).
+    let runs = v["classifications"]["run"].as_u64();
+    assert!(runs >= Some(2), "classifications: {}", v["classifications"]);
 }
 
 /// The screen's lines as the rules read them: trailing blanks dropped.

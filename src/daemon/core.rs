@@ -4,7 +4,6 @@
 //! through `tasks`; the only awaits in a handler are local and bounded (attaching control
 //! clients, [`super::ATTACH_BUDGET`]).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -20,7 +19,7 @@ use super::link::{Connected, Link};
 use super::machines::Machines;
 use super::notifier::Notifier;
 use super::option_batch::OptionBatch;
-use super::panes::PaneEntry;
+use super::pane_map::PaneMap;
 use super::prober::Prober;
 use super::ruleset::{Reloaded, RuleSet, SlowLook};
 use super::status_line::{StatusLine, StatusLineConfig};
@@ -72,7 +71,7 @@ pub(super) struct Daemon {
     pub(super) config_path: Option<PathBuf>,
     pub(super) rules: RuleSet,
     pub(super) link: Link,
-    pub(super) panes: HashMap<PaneId, PaneEntry>,
+    pub(super) panes: PaneMap,
     pub(super) captures: CaptureScheduler,
     pub(super) prober: Prober,
     pub(super) windows: Windows,
@@ -153,7 +152,7 @@ impl Daemon {
             config_path,
             rules,
             link: Link::new(now),
-            panes: HashMap::new(),
+            panes: PaneMap::default(),
             captures,
             prober,
             windows: Windows::default(),
@@ -175,21 +174,8 @@ impl Daemon {
     }
 
     /// The nearest deadline of every owner.
-    pub(super) fn next_deadline(&self, now: Instant) -> Option<Instant> {
-        let panes = self
-            .panes
-            .values()
-            .filter_map(|p| {
-                [
-                    p.tracker.next_deadline(),
-                    p.flood.next_deadline(),
-                    p.look_due(),
-                ]
-                .into_iter()
-                .flatten()
-                .min()
-            })
-            .min();
+    pub(super) fn next_deadline(&mut self, now: Instant) -> Option<Instant> {
+        let panes = self.panes.next_deadline();
         [
             self.link.deadline(),
             self.captures.next_deadline(),
@@ -257,9 +243,9 @@ impl Daemon {
         }
         let look: Vec<PaneId> = self
             .panes
-            .iter()
-            .filter(|(_, p)| p.look_due().is_some_and(|d| d <= t))
-            .map(|(id, _)| *id)
+            .due(t)
+            .into_iter()
+            .filter(|id| self.panes[id].look_due().is_some_and(|d| d <= t))
             .collect();
         for id in look {
             if self
@@ -278,9 +264,14 @@ impl Daemon {
         }
         let due: Vec<PaneId> = self
             .panes
-            .iter()
-            .filter(|(_, p)| p.tracker.next_deadline().is_some_and(|d| d <= t))
-            .map(|(id, _)| *id)
+            .due(t)
+            .into_iter()
+            .filter(|id| {
+                self.panes[id]
+                    .tracker
+                    .next_deadline()
+                    .is_some_and(|d| d <= t)
+            })
             .collect();
         for id in due {
             if let Some(p) = self.panes.get_mut(&id) {
@@ -290,8 +281,12 @@ impl Daemon {
         }
         let resumed: Vec<(PaneId, FloodAction)> = self
             .panes
-            .iter_mut()
-            .filter_map(|(id, p)| p.flood.on_deadline(t).map(|a| (*id, a)))
+            .due(t)
+            .into_iter()
+            .filter_map(|id| {
+                let p = self.panes.get_mut(&id)?;
+                p.flood.on_deadline(t).map(|a| (id, a))
+            })
             .collect();
         for (id, a) in resumed {
             self.flood_action(id, a);

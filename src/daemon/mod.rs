@@ -48,6 +48,7 @@ mod notifier;
 mod option_batch;
 mod pane_drift;
 mod pane_flow;
+mod pane_map;
 mod panes;
 mod prober;
 mod recent;
@@ -61,6 +62,7 @@ mod status_line;
 mod status_options;
 mod sync_update;
 mod terminal;
+mod verdict_memo;
 mod windows;
 
 use std::path::PathBuf;

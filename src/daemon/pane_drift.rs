@@ -10,12 +10,16 @@ use crate::rules::drift::{DriftChange, Observation};
 
 impl PaneEntry {
     /// Feeds the drift alarm with the verdict just made; logs once when it is raised or cleared.
-    pub(super) fn watch_drift(&mut self, now: Instant) {
+    /// `same`: the verdict was made from the screen and title of the one before (kept by the
+    /// pane's memo), so they did not change and are not hashed again.
+    pub(super) fn watch_drift(&mut self, now: Instant, same: bool) {
         let Some(v) = &self.verdict else {
             return;
         };
-        let seen = screen_hash(&self.screen, self.signals.title());
-        let changed = std::mem::replace(&mut self.drift_seen, seen) != seen;
+        let changed = !same && {
+            let seen = screen_hash(&self.screen, self.signals.title());
+            std::mem::replace(&mut self.drift_seen, seen) != seen
+        };
         let obs = Observation {
             changed,
             fallback: v.fallback,

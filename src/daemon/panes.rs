@@ -12,6 +12,7 @@ use super::recent::RecentSignals;
 use super::redraw::RedrawGate;
 use super::screen_model::ScreenModel;
 use super::sync_update::SyncUpdate;
+use super::verdict_memo::VerdictMemo;
 use crate::clock::Now;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
@@ -70,6 +71,8 @@ pub struct PaneEntry {
     bytes_matter: bool,
     /// The drift alarm: whether the agent's rules still recognise its screen.
     pub drift: Drift,
+    /// The last verdict of the screen rules and what it was made from.
+    memo: VerdictMemo,
     /// The running agent's version, when the probe found it.
     pub agent_version: Option<String>,
     /// The screen and title the drift alarm saw last (a hash: it counts changes).
@@ -135,6 +138,7 @@ impl PaneEntry {
             sync: SyncUpdate::default(),
             bytes_matter: false,
             drift: Drift::default(),
+            memo: VerdictMemo::default(),
             agent_version: None,
             drift_seen: 0,
             look: Look::default(),
@@ -287,7 +291,10 @@ impl PaneEntry {
 
     /// Classifies a freshly captured screen and tells the tracker.
     pub fn classify(&mut self, now: Instant, catalog: &Catalog, screen: String) -> Vec<PaneEffect> {
-        self.screen = screen;
+        if self.screen != screen {
+            self.screen = screen;
+            self.memo.forget();
+        }
         let mut fx = Vec::new();
         if matches!(self.identity, Identity::ProcessLess { .. }) {
             let found = catalog
@@ -317,13 +324,19 @@ impl PaneEntry {
         }
     }
 
-    /// Classifies the last screen again (rules or title changed).
+    /// Classifies the last screen again (rules or title changed); the verdict is the memo's
+    /// when nothing it was made from changed.
     pub fn reclassify(&mut self, now: Instant, catalog: &Catalog) -> Vec<PaneEffect> {
+        // The memo is taken out for the call: the agent and the snapshot borrow the pane.
+        let mut memo = std::mem::take(&mut self.memo);
         let Some(agent) = self.agent() else {
+            self.memo = memo;
             return Vec::new();
         };
-        self.verdict = catalog.classify(agent, &self.snapshot());
-        self.watch_drift(now);
+        let (verdict, same) = memo.verdict(catalog, agent, &self.snapshot());
+        self.memo = memo;
+        self.verdict = verdict;
+        self.watch_drift(now, same);
         let input = self.verdict.as_ref().map(|v| ScreenVerdict {
             state: match v.state {
                 RuleState::Unknown => None,
@@ -525,6 +538,7 @@ impl PaneEntry {
             "output_paused": self.flood.is_paused(),
             "flood_pauses": self.flood.pauses(),
             "redraw_pauses": self.redraw.pauses(),
+            "classifications": self.memo.explain(),
             "screen_model": self.model.as_ref().map(ScreenModel::explain),
         })
     }

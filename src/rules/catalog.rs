@@ -151,7 +151,12 @@ pub struct Explanation {
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     entries: Vec<Entry>,
+    /// Which set of manifests this is (see [`Catalog::generation`]).
+    generation: u64,
 }
+
+/// The last generation given to a catalog (see [`Catalog::generation`]).
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -242,6 +247,7 @@ impl Catalog {
     /// `reports_from`, `self_report`, identity, fingerprints; aliases are merged), so a herdr
     /// manifest, which has none of these, still leaves the agent identifiable.
     pub fn insert(&mut self, mut manifest: Manifest, source: Source) {
+        self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         if let Some(old) = self.entries.iter().find(|e| e.info.id == manifest.id) {
             inherit(&mut manifest, &old.manifest);
         }
@@ -253,6 +259,14 @@ impl Catalog {
             Some(slot) => *slot = entry,
             None => self.entries.push(entry),
         }
+    }
+
+    /// Which set of manifests this is: two catalogs of one generation (one and its clones)
+    /// classify alike, and every change of the manifests makes a generation no catalog had
+    /// (an empty catalog is generation 0). A verdict kept for a generation is a verdict of
+    /// this catalog.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Every agent, in catalog order.
