@@ -307,6 +307,8 @@ struct Tmux {
     socket: String,
     pid: Option<u32>,
     client: Option<Child>,
+    /// The socket's path: tmux 3.3a leaves it behind when it exits.
+    path: Option<String>,
 }
 
 impl Tmux {
@@ -329,6 +331,9 @@ impl Drop for Tmux {
         if let Some(pid) = self.pid {
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
+        if let Some(path) = self.path.take() {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -343,9 +348,11 @@ async fn focus_plan_switches_a_real_attached_client() {
         socket: socket.clone(),
         pid: None,
         client: None,
+        path: None,
     };
     t.run(&["new-session", "-d", "-s", "one", "-x", "80", "-y", "24"]);
     t.pid = t.run(&["display", "-p", "#{pid}"]).parse().ok();
+    t.path = Some(t.run(&["display", "-p", "#{socket_path}"]));
     t.run(&["new-session", "-d", "-s", "two"]);
     t.run(&["new-window", "-t", "two"]);
     t.run(&["split-window", "-t", "two:0"]);

@@ -90,11 +90,7 @@ impl Server {
             .status()
             .unwrap();
         assert!(st.success(), "tmux new-session");
-        tmux.pid = tmux
-            .cmd(&["display-message", "-p", "#{pid}"])
-            .trim()
-            .parse()
-            .ok();
+        tmux.note_server();
         let socket = tmux
             .cmd(&["display-message", "-p", "#{socket_path}"])
             .trim()

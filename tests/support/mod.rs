@@ -32,8 +32,10 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
 pub struct Tmux {
     /// The socket name.
     pub name: String,
-    /// The server's pid (updated by `restart`).
+    /// The server's pid (noted at the first `new_session`, see `note_server`).
     pub pid: Option<u32>,
+    /// The server's socket: tmux 3.3a leaves it behind when it exits, so `kill` removes it.
+    socket: Option<PathBuf>,
 }
 
 impl Tmux {
@@ -44,7 +46,11 @@ impl Tmux {
             std::process::id(),
             COUNTER.fetch_add(1, Ordering::SeqCst)
         );
-        Tmux { name, pid: None }
+        Tmux {
+            name,
+            pid: None,
+            socket: None,
+        }
     }
 
     /// Runs a tmux command on this server; returns stdout, panics on failure.
@@ -106,13 +112,20 @@ impl Tmux {
         }
         let pane = self.cmd(&args).trim().to_string();
         if self.pid.is_none() {
-            self.pid = self
-                .cmd(&["display-message", "-p", "#{pid}"])
-                .trim()
-                .parse()
-                .ok();
+            self.note_server();
         }
         pane
+    }
+
+    /// Takes note of the running server (its pid and socket), which `kill` ends and removes.
+    pub fn note_server(&mut self) {
+        self.pid = self
+            .cmd(&["display-message", "-p", "#{pid}"])
+            .trim()
+            .parse()
+            .ok();
+        let path = self.cmd(&["display-message", "-p", "#{socket_path}"]);
+        self.socket = Some(PathBuf::from(path.trim()));
     }
 
     /// Creates a window in `session` running `command`; returns its pane id.
@@ -164,6 +177,9 @@ impl Tmux {
             wait_for(10, "tmux server exit", || {
                 (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
             });
+            if let Some(socket) = self.socket.take() {
+                let _ = std::fs::remove_file(socket);
+            }
         }
     }
 }
