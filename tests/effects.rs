@@ -1107,6 +1107,52 @@ fn terminal_notifications_during_a_flood_leave_the_client_s_screen_intact() {
     eprintln!("{started} terminal notifications written of 1001 sent");
 }
 
+/// A pane that flooded and has its pipe held closed (`daemon::flood`) holds a terminal note
+/// back only while it writes: once it stops, the note goes out after the quiet wait, while the
+/// pipe is still held (its writes come from its terminal's inotify events). Were a held pane
+/// counted as paused in a control client (its writes unknown), the note would wait for the
+/// hold's end, up to 8 s later.
+#[test]
+fn a_held_pane_that_stopped_writing_holds_no_terminal_note_back() {
+    let mut tmux = support::Tmux::new();
+    let mut env = support::Env::new();
+    env.effects = true;
+    write_config(&env, "sound = false\nterminal_notifications = \"osc777\"\n");
+    let stop = env.path("stop");
+    let flood = env.path("flood.sh");
+    // About 800 KiB/s (the gate's limit is 256) until `stop` exists, then quiet, in the same
+    // program (a new command in the pane would reopen its pipe at once).
+    support::script(
+        &flood,
+        &format!(
+            "#!/bin/sh\nexec perl -e '$| = 1; my $s = \"x\" x 8000; \
+             until (-e \"{stop}\") {{ print \"$s\\n\"; select(undef, undef, undef, 0.01) }} \
+             sleep 600'\n",
+            stop = stop.display()
+        ),
+    );
+    let pane = tmux.new_session("s", Some(&flood.display().to_string()));
+    let person = Recorded::attach(&tmux, "s", env.path("typescript"), &[]);
+    let daemon = support::Daemon::start(&env, &tmux);
+    daemon.wait_ready(&env, &tmux);
+    const HELD: &str = "pipe (held closed: the pane floods)";
+    // The third hold (8 s) has begun: the gate sampled twice and found the flood each time.
+    support::wait_for(30, "the third hold of the flooding pane's pipe", || {
+        let v = env.explain(&tmux, &pane);
+        (v["output"] == HELD && v["flood_pauses"].as_u64() >= Some(3)).then_some(())
+    });
+    std::fs::write(&stop, "").unwrap();
+    notify(&env, &tmux, &pane, "n", "after the flood");
+    person.wait_for(b";after the flood\x07");
+    let v = env.explain(&tmux, &pane);
+    assert_eq!(
+        v["output"], HELD,
+        "the note waited for the hold's end: {}",
+        v["flood_pauses"]
+    );
+    drop(daemon);
+}
+
 /// The session bus killed under the daemon and started again at the same address, a new
 /// notification server on it: the next notification arrives, the outage is logged once, and
 /// nothing else waited meanwhile (`agents` answers while the bus is down).
