@@ -750,6 +750,15 @@ fn count(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).filter(|w| *w == needle).count()
 }
 
+/// A server and a daemon's directories with notifications on, sounds off, and terminal notes
+/// as OSC 777.
+fn osc777_notes() -> (support::Tmux, support::Env) {
+    let mut env = support::Env::new();
+    env.effects = true;
+    write_config(&env, "sound = false\nterminal_notifications = \"osc777\"\n");
+    (support::Tmux::new(), env)
+}
+
 fn write_config(env: &support::Env, text: &str) {
     let dir = env.path("config/thinkterm");
     std::fs::create_dir_all(&dir).unwrap();
@@ -896,10 +905,7 @@ fn terminal_notifications_reach_the_client_in_each_protocol_and_wrapped_when_nes
 /// screen is compared) behind a slow reader, and `notes` notifications sent while it floods. Returns the outer
 /// pane's screen (with attributes) at the end and the bytes the inner client wrote.
 fn flood_run(notes: usize) -> (String, Vec<u8>) {
-    let mut tmux = support::Tmux::new();
-    let mut env = support::Env::new();
-    env.effects = true;
-    write_config(&env, "sound = false\nterminal_notifications = \"osc777\"\n");
+    let (mut tmux, env) = osc777_notes();
     let go = env.path("go");
     let flood = env.path("flood.sh");
     support::script(
@@ -1114,10 +1120,7 @@ fn terminal_notifications_during_a_flood_leave_the_client_s_screen_intact() {
 /// hold's end, up to 8 s later.
 #[test]
 fn a_held_pane_that_stopped_writing_holds_no_terminal_note_back() {
-    let mut tmux = support::Tmux::new();
-    let mut env = support::Env::new();
-    env.effects = true;
-    write_config(&env, "sound = false\nterminal_notifications = \"osc777\"\n");
+    let (mut tmux, env) = osc777_notes();
     let stop = env.path("stop");
     let flood = env.path("flood.sh");
     // About 800 KiB/s (the gate's limit is 256) until `stop` exists, then quiet, in the same
