@@ -119,13 +119,14 @@ impl Tmux {
 
     /// Takes note of the running server (its pid and socket), which `kill` ends and removes.
     pub fn note_server(&mut self) {
-        self.pid = self
-            .cmd(&["display-message", "-p", "#{pid}"])
-            .trim()
-            .parse()
-            .ok();
-        let path = self.cmd(&["display-message", "-p", "#{socket_path}"]);
-        self.socket = Some(PathBuf::from(path.trim()));
+        // One command for both: the pid, then the path (which may hold spaces).
+        let out = self.cmd(&["display-message", "-p", "#{pid} #{socket_path}"]);
+        let (pid, path) = out
+            .trim_end_matches('\n')
+            .split_once(' ')
+            .unwrap_or_default();
+        self.pid = pid.parse().ok();
+        self.socket = Some(PathBuf::from(path));
     }
 
     /// Creates a window in `session` running `command`; returns its pane id.
