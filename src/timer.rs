@@ -57,6 +57,7 @@ impl Timer {
                 let (reached, _) = watch::channel(Reached {
                     at: Instant::now(),
                     broken: false,
+                    company: 0,
                 });
                 let inner = Arc::new(Inner {
                     wanted: Mutex::default(),
@@ -102,6 +103,17 @@ impl Timer {
 }
 
 impl Timer {
+    /// Whether the wake-up that let a wait for `at` go let another wait go with it (the latest
+    /// wake-up, if a later one came since): a task that can choose to wait for the next instant
+    /// of a grid or for its own event learns whether waiting on the grid joins wake-ups the
+    /// process makes anyway. False with tokio's timer.
+    pub fn woke_in_company(&self, at: Instant) -> bool {
+        self.inner.as_ref().is_some_and(|inner| {
+            let r = *inner.reached.borrow();
+            r.at >= at && r.company >= 2
+        })
+    }
+
     /// `fut`'s output, or `None` when it takes longer than `limit`. The limit is one of this
     /// timer's instants: a time limit that is not reached (the usual case) costs no wake-up and
     /// no tokio timer.
@@ -124,6 +136,8 @@ impl Timer {
 struct Reached {
     at: Instant,
     broken: bool,
+    /// How many waits the wake-up that reached `at` let go.
+    company: usize,
 }
 
 /// One registered wait; deregisters when dropped.
@@ -208,6 +222,7 @@ fn release(shared: &Inner, now: Instant) {
     };
     let later = wanted.split_off(&now);
     let due = wanted.keys().next_back().copied();
+    let company = wanted.values().sum();
     *wanted = later;
     drop(wanted);
     if let Some(t) = due {
@@ -215,6 +230,7 @@ fn release(shared: &Inner, now: Instant) {
             let moved = t > r.at;
             if moved {
                 r.at = t;
+                r.company = company;
             }
             moved
         });
@@ -304,6 +320,37 @@ mod tests {
             assert_eq!(order.first(), Some(&"early"));
             assert_eq!(order.len(), 3);
             assert!(Instant::now() + EARLY >= late);
+        });
+    }
+
+    #[test]
+    fn a_wait_learns_whether_its_wake_up_let_another_wait_go() {
+        rt().block_on(async {
+            let timer = Timer::start();
+            let t0 = Instant::now();
+            // Alone at its instant.
+            let alone = t0 + Duration::from_millis(20);
+            timer.sleep_until(alone).await;
+            assert!(!timer.woke_in_company(alone));
+            // Two at one instant: each learns of the other.
+            let together = t0 + Duration::from_millis(50);
+            let (a, b) = tokio::join!(
+                async {
+                    timer.sleep_until(together).await;
+                    timer.woke_in_company(together)
+                },
+                async {
+                    timer.sleep_until(together).await;
+                    timer.woke_in_company(together)
+                }
+            );
+            assert!(a && b);
+            // Alone again at a later instant.
+            let later = t0 + Duration::from_millis(80);
+            timer.sleep_until(later).await;
+            assert!(!timer.woke_in_company(later));
+            // tokio's timer tells nothing.
+            assert!(!Timer::tokio().woke_in_company(later));
         });
     }
 

@@ -71,8 +71,9 @@ settings! {
         /// An agent pane read through its pipe keeps a terminal model of its screen, fed by
         /// its bytes: its screen is read from the model, and captured from tmux only to check
         /// the model, at most every this many milliseconds while it draws and once after it
-        /// stops (a capture that differs puts the pane back on captures until one confirms
-        /// the model again). 0: no model, every look at a screen is a capture.
+        /// stops; each capture in a row that agrees doubles the wait, up to four times this (a
+        /// capture that differs puts the pane back on captures until one confirms the model
+        /// again, and the wait back to this). 0: no model, every look at a screen is a capture.
         screen_model_check_ms: u64 = 2000, range 0..=60000;
         /// Seconds between slow re-probes of foreground processes (at most an hour).
         probe_interval_s: u64 = 10, range 1..=3600;

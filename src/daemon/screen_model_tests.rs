@@ -139,6 +139,42 @@ fn only_a_model_a_capture_confirmed_serves_and_only_until_its_check_is_due() {
 }
 
 #[test]
+fn each_capture_in_a_row_that_agrees_stretches_the_check_up_to_its_bound_and_a_miss_ends_it() {
+    let t0 = Instant::now();
+    let at = |s: u64| t0 + Duration::from_secs(s);
+    let cursor = CursorState::parse("0 0 0 0 3").unwrap();
+    let mut m = ScreenModel::new(4, 20);
+    assert_eq!(m.check(t0, "", Some(cursor)), Checked::Seeded);
+    m.feed(b"hello", None, false);
+    // The capture after a seed, then each later one that agrees: 2 s, 4 s, 8 s, then 8 s.
+    let mut t = t0;
+    for (i, wait) in [2, 4, 8, 8, 8].into_iter().enumerate() {
+        assert_eq!(m.check(t, "hello", None), Checked::Matched, "capture {i}");
+        let due = t + Duration::from_secs(wait);
+        assert_eq!(m.check_due(EVERY), Some(due), "after capture {i}");
+        assert!(m.serves(due - Duration::from_millis(1), EVERY));
+        assert!(!m.serves(due, EVERY));
+        t = due;
+    }
+    assert_eq!(m.explain()["agreed_in_a_row"], 5);
+    // A capture that differs seeds it: the capture that confirms the seed is due after 2 s
+    // again.
+    m.feed(b" world", None, false);
+    assert_eq!(m.check(t, "hello", Some(cursor)), Checked::Seeded);
+    assert_eq!(m.explain()["agreed_in_a_row"], 0);
+    assert_eq!(m.check(at(100), "hello", None), Checked::Matched);
+    assert_eq!(m.check_due(EVERY), Some(at(102)));
+    // So does a loss of bytes, and a new size.
+    assert_eq!(m.check(at(102), "hello", None), Checked::Matched);
+    assert_eq!(m.check_due(EVERY), Some(at(106)));
+    m.lost();
+    assert_eq!(m.check_due(EVERY), None);
+    assert_eq!(m.check(at(106), "hello", Some(cursor)), Checked::Seeded);
+    assert_eq!(m.check(at(106), "hello", None), Checked::Matched);
+    assert_eq!(m.check_due(EVERY), Some(at(108)));
+}
+
+#[test]
 fn a_seed_keeps_wrapped_lines_joined_the_cursor_the_region_and_the_alternate_screen() {
     let t0 = Instant::now();
     let mut m = ScreenModel::new(4, 10);

@@ -2,7 +2,8 @@
 //! a write wakes the reader at once when the pipe was quiet; while the pane keeps writing, the
 //! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
 //! every few milliseconds wakes the process once per period. An agent's pane is read on the
-//! half-step grid while it draws, and for two read periods after ([`super::pace::grid_read`]).
+//! half-step grid while it draws, and for two read periods after, ten while the grid's
+//! wake-ups are shared with others ([`super::pace::grid_read`]).
 //!
 //! Each read takes everything the pipe holds, however much: tmux keeps whatever a pipe does not
 //! take in its own memory, without bound, and does not let a pane whose pipe still holds bytes
@@ -222,7 +223,9 @@ pub(super) async fn read(
             })
         } else {
             let quick = pacing.quick.contains(pane);
-            let at = grid_read(got, quick, next_read.is_some(), last_data, woke, grid);
+            let on_grid = next_read.is_some();
+            let shared = on_grid && pacing.timer.woke_in_company(woke);
+            let at = grid_read(got, quick, on_grid, shared, last_data, woke, grid);
             if got > 0 {
                 last_data = Some(woke);
             }
