@@ -334,16 +334,11 @@ mod tests {
             assert!(!timer.woke_in_company(alone));
             // Two at one instant: each learns of the other.
             let together = t0 + Duration::from_millis(50);
-            let (a, b) = tokio::join!(
-                async {
-                    timer.sleep_until(together).await;
-                    timer.woke_in_company(together)
-                },
-                async {
-                    timer.sleep_until(together).await;
-                    timer.woke_in_company(together)
-                }
-            );
+            let wait = || async {
+                timer.sleep_until(together).await;
+                timer.woke_in_company(together)
+            };
+            let (a, b) = tokio::join!(wait(), wait());
             assert!(a && b);
             // Alone again at a later instant.
             let later = t0 + Duration::from_millis(80);
