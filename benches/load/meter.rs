@@ -1,7 +1,12 @@
-//! What the load bench reads of processes: CPU from `/proc/PID/stat` (a process tree, live
-//! descendants and reaped children alike), the tmux server's CPU from `/proc/PID/schedstat`
-//! (nanoseconds: it is one thread), resident sizes from `/proc/PID/status`, and the machine's
-//! load average.
+//! What the load bench reads of processes: CPU of a process tree (each live process's threads
+//! from `/proc/PID/task/TID/schedstat`, in nanoseconds; reaped children from `/proc/PID/stat`,
+//! in clock ticks), the tmux server's CPU from `/proc/PID/schedstat` (it is one thread),
+//! resident sizes from `/proc/PID/status`, and the machine's load average.
+//!
+//! Why not `utime + stime` for live processes too: they count 10 ms ticks, and the sidecar's
+//! own CPU at the 50-pane load is 12 or 13 ticks in a 20 s window, too coarse to tell a tenth
+//! of it. A thread that ends within a window takes its time with it (the sidecar's runtime
+//! starts a thread for blocking work now and then, for well under a millisecond of work).
 
 use std::collections::HashMap;
 use std::process::Command;
@@ -33,6 +38,34 @@ pub fn clk_tck() -> f64 {
         .ok()
         .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
         .unwrap_or(100.0)
+}
+
+/// Nanoseconds the live threads of `pid` have run, or `None` once it has gone.
+fn threads_ns(pid: u32) -> Option<u64> {
+    let rd = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut ns = 0;
+    for e in rd.flatten() {
+        let path = e.path().join("schedstat");
+        if let Some(t) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        {
+            ns += t;
+        }
+    }
+    Some(ns)
+}
+
+/// CPU nanoseconds of `root` and every live descendant, by pid, plus root's reaped children
+/// (their ticks, as nanoseconds).
+fn tree_ns(root: u32, tck: f64) -> (HashMap<u32, u64>, u64) {
+    let ticks_ns = |t: u64| (t as f64 * 1e9 / tck) as u64;
+    let (ticks, reaped) = tree_ticks(root);
+    let ns = ticks
+        .into_iter()
+        .map(|(pid, t)| (pid, threads_ns(pid).unwrap_or_else(|| ticks_ns(t))))
+        .collect();
+    (ns, ticks_ns(reaped))
 }
 
 /// CPU ticks of `root` and every live descendant, by pid, plus root's reaped children.
@@ -72,24 +105,26 @@ fn tree_ticks(root: u32) -> (HashMap<u32, u64>, u64) {
 /// children).
 pub struct TreeMeter {
     roots: Vec<u32>,
+    tck: f64,
     start: Vec<(HashMap<u32, u64>, u64)>,
 }
 
 impl TreeMeter {
     /// Meters the process trees of `roots` together (the first is the observer "itself", or
-    /// every root is when they are alike: the bare pipes' `cat`s).
-    pub fn start(roots: &[u32]) -> TreeMeter {
+    /// every root is when they are alike: the bare pipes' `cat`s). `tck`: clock ticks a second.
+    pub fn start(roots: &[u32], tck: f64) -> TreeMeter {
         TreeMeter {
             roots: roots.to_vec(),
-            start: roots.iter().map(|r| tree_ticks(*r)).collect(),
+            tck,
+            start: roots.iter().map(|r| tree_ns(*r, tck)).collect(),
         }
     }
 
     /// CPU seconds since `start`: the whole trees, and the roots' processes alone.
-    pub fn seconds(&self, tck: f64) -> (f64, f64) {
+    pub fn seconds(&self) -> (f64, f64) {
         let (mut t, mut own): (u64, u64) = (0, 0);
         for (root, start) in self.roots.iter().zip(&self.start) {
-            let (now, reaped) = tree_ticks(*root);
+            let (now, reaped) = tree_ns(*root, self.tck);
             for (pid, v) in &now {
                 t += v.saturating_sub(start.0.get(pid).copied().unwrap_or(0));
             }
@@ -100,7 +135,7 @@ impl TreeMeter {
                 .unwrap_or(0)
                 .saturating_sub(start.0.get(root).copied().unwrap_or(0));
         }
-        (t as f64 / tck, own as f64 / tck)
+        (t as f64 / 1e9, own as f64 / 1e9)
     }
 }
 

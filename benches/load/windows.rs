@@ -112,7 +112,7 @@ pub fn run(
             load_average()
         );
         let running = which.map(|k| observers::start(load, &kinds[k], &format!("w{i}")));
-        let meter = running.as_ref().map(|r| TreeMeter::start(&r.pids));
+        let meter = running.as_ref().map(|r| TreeMeter::start(&r.pids, tck));
         let tmux0 = run_ns(load.server_pid).unwrap_or(0);
         let reaped = || cpu_ticks(load.server_pid).map_or(0, |(_, _, c)| c);
         let reaped0 = reaped();
@@ -126,7 +126,7 @@ pub fn run(
         let tmux_children_s = reaped().saturating_sub(reaped0) as f64 / tck;
         let tmux_s = run_ns(load.server_pid).unwrap_or(0).saturating_sub(tmux0) as f64 / 1e9
             + tmux_children_s;
-        let (obs_s, obs_own_s) = meter.map(|m| m.seconds(tck)).unwrap_or((0.0, 0.0));
+        let (obs_s, obs_own_s) = meter.map(|m| m.seconds()).unwrap_or((0.0, 0.0));
         let tmux_rss_kb = vm_kb(load.server_pid, "VmRSS:").unwrap_or(0);
         let person_bytes = person_written(load).saturating_sub(written0);
         let mut w = Window {
