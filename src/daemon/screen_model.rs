@@ -150,14 +150,10 @@ impl ScreenModel {
 
     /// Its trust and counts, as `explain --json` shows them.
     pub fn explain(&self) -> serde_json::Value {
-        let trust = match self.trust {
-            Trust::Unsynced => "unsynced",
-            Trust::Seeded => "seeded",
-            Trust::Verified { .. } => "verified",
-        };
-        let agreed = match self.trust {
-            Trust::Verified { agreed, .. } => agreed,
-            _ => 0,
+        let (trust, agreed) = match self.trust {
+            Trust::Unsynced => ("unsynced", 0),
+            Trust::Seeded => ("seeded", 0),
+            Trust::Verified { agreed, .. } => ("verified", agreed),
         };
         let c = self.counts;
         serde_json::json!({
