@@ -59,7 +59,7 @@ mod world;
 
 use observers::Kind;
 use score::{ms, pct, Score};
-use windows::{costs, mean, merged_score, min_max, Window};
+use windows::{costs, half_interval95, mean, merged_score, min_max, ratio_interval95, Window};
 use world::{cleanup, Load, SCRATCH};
 
 pub fn unix_ms() -> u64 {
@@ -369,10 +369,11 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
     println!();
     println!("### Whole cost (per second of wall time, in % of one core)");
     println!();
-    println!("| observer | windows | its own CPU | tmux server added | whole cost: mean | min – max | tmux without observer | tmux added / without | neighbours' gap (mean) |");
+    println!("| observer | windows | its own CPU | tmux server added (± 95 %) | whole cost: mean (± 95 %) | min – max | tmux without observer | tmux added / without | neighbours' gap (mean) |");
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     let mut wholes = Vec::new();
     let mut owns = Vec::new();
+    let plus = |v: &[f64]| half_interval95(v).map_or(String::new(), |h| format!(" ± {}", pc(h)));
     for (k, kind) in kinds.iter().enumerate() {
         let c = costs(wins, k);
         let whole: Vec<f64> = c.iter().map(|x| x.whole()).collect();
@@ -382,12 +383,14 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
         let gap: Vec<f64> = c.iter().map(|x| x.base_gap).collect();
         let (lo, hi) = min_max(&whole);
         println!(
-            "| {} | {} | {} | {} | **{}** | {} – {} | {} | {:.1} % | {} |",
+            "| {} | {} | {} | {}{} | **{}**{} | {} – {} | {} | {:.1} % | {} |",
             kind.label(),
             c.len(),
             pc(mean(&own)),
             pc(mean(&added)),
+            plus(&added),
             pc(mean(&whole)),
+            plus(&whole),
             pc(lo),
             pc(hi),
             pc(mean(&base)),
@@ -404,8 +407,8 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
                 pc(x.whole())
             );
         }
-        wholes.push(mean(&whole));
-        owns.push(mean(&own));
+        wholes.push(whole);
+        owns.push(own);
     }
     let ratio = |a: f64, b: f64| {
         if b > 0.0 && a >= b {
@@ -418,17 +421,37 @@ fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
     };
     for k in 1..kinds.len() {
         println!();
+        let within = |a: &[f64], b: &[f64]| {
+            ratio_interval95(a, b).map_or(String::new(), |(lo, hi)| {
+                let as_part = |r: f64| {
+                    if r >= 1.0 {
+                        format!("{r:.1}×")
+                    } else if r > 0.0 {
+                        format!("1/{:.0}", 1.0 / r)
+                    } else {
+                        "0".into()
+                    }
+                };
+                format!(
+                    "; 95 % interval {lo:.4} – {hi:.4} ({} – {})",
+                    as_part(lo),
+                    as_part(hi)
+                )
+            })
+        };
         println!(
-            "whole cost {} / {}: {}",
+            "whole cost {} / {}: {}{}",
             kinds[0].label(),
             kinds[k].label(),
-            ratio(wholes[0], wholes[k])
+            ratio(mean(&wholes[0]), mean(&wholes[k])),
+            within(&wholes[0], &wholes[k])
         );
         println!(
-            "own CPU {} / {}: {}",
+            "own CPU {} / {}: {}{}",
             kinds[0].label(),
             kinds[k].label(),
-            ratio(owns[0], owns[k])
+            ratio(mean(&owns[0]), mean(&owns[k])),
+            within(&owns[0], &owns[k])
         );
     }
     println!();

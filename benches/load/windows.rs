@@ -233,6 +233,46 @@ pub fn mean(v: &[f64]) -> f64 {
     }
 }
 
+/// Half the width of the 95 % interval of the mean of `v` (Student's t over its windows, taken
+/// as independent): none below two windows. What tells a cost from the windows' noise.
+pub fn half_interval95(v: &[f64]) -> Option<f64> {
+    let n = v.len();
+    if n < 2 {
+        return None;
+    }
+    let m = mean(v);
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some(t95(n - 1) * (var / n as f64).sqrt())
+}
+
+/// The two-sided 95 % quantile of Student's t with `df` degrees of freedom.
+fn t95(df: usize) -> f64 {
+    const T: [f64; 12] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=12 => T[df - 1],
+        13..=20 => 2.1,
+        21..=40 => 2.05,
+        _ => 1.96,
+    }
+}
+
+/// The 95 % interval of `a / b`, the means of two observers' windows, from each mean's own
+/// interval (their relative errors added in quadrature): none when either has fewer than two
+/// windows or a mean at or below zero.
+pub fn ratio_interval95(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    let (ma, mb) = (mean(a), mean(b));
+    if ma <= 0.0 || mb <= 0.0 {
+        return None;
+    }
+    let (ha, hb) = (half_interval95(a)?, half_interval95(b)?);
+    let rel = ((ha / ma).powi(2) + (hb / mb).powi(2)).sqrt();
+    let r = ma / mb;
+    Some(((r * (1.0 - rel)).max(0.0), r * (1.0 + rel)))
+}
+
 pub fn min_max(v: &[f64]) -> (f64, f64) {
     v.iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
