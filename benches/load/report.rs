@@ -112,20 +112,15 @@ pub fn report(load: &Load, kinds: &[Kind], wins: &mut [Window]) {
                 )
             })
         };
-        println!(
-            "whole cost {} / {}: {}{}",
-            kinds[0].label(),
-            kinds[k].label(),
-            ratio(mean(&wholes[0]), mean(&wholes[k])),
-            within(&wholes[0], &wholes[k])
-        );
-        println!(
-            "own CPU {} / {}: {}{}",
-            kinds[0].label(),
-            kinds[k].label(),
-            ratio(mean(&owns[0]), mean(&owns[k])),
-            within(&owns[0], &owns[k])
-        );
+        for (what, v) in [("whole cost", &wholes), ("own CPU", &owns)] {
+            println!(
+                "{what} {} / {}: {}{}",
+                kinds[0].label(),
+                kinds[k].label(),
+                ratio(mean(&v[0]), mean(&v[k])),
+                within(&v[0], &v[k])
+            );
+        }
     }
     println!();
     println!("### Latency (all windows of each observer)");
