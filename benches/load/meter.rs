@@ -43,17 +43,11 @@ pub fn clk_tck() -> f64 {
 /// Nanoseconds the live threads of `pid` have run, or `None` once it has gone.
 fn threads_ns(pid: u32) -> Option<u64> {
     let rd = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let mut ns = 0;
-    for e in rd.flatten() {
-        let path = e.path().join("schedstat");
-        if let Some(t) = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        {
-            ns += t;
-        }
-    }
-    Some(ns)
+    Some(
+        rd.flatten()
+            .filter_map(|e| schedstat_ns(e.path().join("schedstat")))
+            .sum(),
+    )
 }
 
 /// CPU nanoseconds of `root` and every live descendant, by pid, plus root's reaped children
@@ -141,7 +135,12 @@ impl TreeMeter {
 
 /// Nanoseconds a single-threaded process (the tmux server) has run on a CPU.
 pub fn run_ns(pid: u32) -> Option<u64> {
-    std::fs::read_to_string(format!("/proc/{pid}/schedstat"))
+    schedstat_ns(format!("/proc/{pid}/schedstat"))
+}
+
+/// The first field of a `schedstat` file: nanoseconds run.
+fn schedstat_ns(path: impl AsRef<std::path::Path>) -> Option<u64> {
+    std::fs::read_to_string(path)
         .ok()?
         .split_whitespace()
         .next()?

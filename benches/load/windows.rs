@@ -1,9 +1,10 @@
 //! The whole cost, by alternating windows: no observer / observer A / no observer / observer B
-//! / no observer, then B before A in the next round, ... on the same load. An observer's whole cost in its window is its own CPU
-//! (its process, its children, its reaped children) plus what the tmux server used above its
-//! mean in the two windows either side, when nothing watched. The tmux server's figure counts
-//! the children it reaped in the window too: the relays `pipe-pane` starts for the sidecar are
-//! tmux's children (the churn's shells are too, in every window alike).
+//! / no observer, then B before A in the next round, ... on the same load. An observer's whole
+//! cost in its window is its own CPU (its process, its children, its reaped children) plus
+//! what the tmux server used above its mean in the two windows either side, when nothing
+//! watched. The tmux server's figure counts the children it reaped in the window too: the
+//! relays `pipe-pane` starts for the sidecar are tmux's children (the churn's shells are too,
+//! in every window alike).
 
 use std::time::{Duration, Instant};
 

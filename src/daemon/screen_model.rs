@@ -11,8 +11,9 @@
 //! interval, up to [`MAX_STRETCH`] times the configured one (a model tmux keeps confirming is
 //! checked less often; the first capture that differs brings it back). Bytes that never
 //! reached the model (a flood's text left out, a read through a control client) make it
-//! unsynced; so does a new size (tmux reflows, the model does not). The pipe and the capture's reply come on two channels, so a seed can be a few
-//! bytes early or late: the check that must follow it before any look is served catches that.
+//! unsynced; so does a new size (tmux reflows, the model does not). The pipe and the capture's
+//! reply come on two channels, so a seed can be a few bytes early or late: the check that must
+//! follow it before any look is served catches that.
 //!
 //! Screens are compared as the rules read them ([`screen_lines`]: trailing blanks dropped).
 //! Pure: every method takes `now`.
