@@ -57,10 +57,11 @@ settings! {
         sound_waiting: Option<PathBuf> = None;
         /// Animate the status-line spinner while something runs.
         spinner: bool = true;
-        /// Spinner frame interval in milliseconds (rounded to the read grid). Every frame
-        /// redraws the status line of every attached client, over ssh too: 5 frames a second by
-        /// default, at most 20; one frame in 5 s is still a sign of life.
-        spinner_interval_ms: u64 = 200, range 50..=5000;
+        /// Spinner frame interval in milliseconds (rounded to the read grid). Every frame is
+        /// a `set-option`, which makes tmux redraw every attached client whole, over ssh too,
+        /// and costs the tmux server about 1 ms of CPU: 2 frames a second by default, at most
+        /// 20; one frame in 5 s is still a sign of life.
+        spinner_interval_ms: u64 = 500, range 50..=5000;
         /// How long output may settle before a dirty pane is captured, in milliseconds (up to
         /// 2 s: a later capture would show a state long after it began).
         capture_delay_ms: u64 = 40, range 0..=2000;

@@ -168,7 +168,7 @@ fn the_environment_gets_the_same_range_checks_over_the_file() {
         ],
     );
     assert_eq!(l.config.read_batch_ms, 50, "the file's value stays");
-    assert_eq!(l.config.spinner_interval_ms, 200);
+    assert_eq!(l.config.spinner_interval_ms, 500);
     assert_eq!(l.config.probe_interval_s, 10);
     assert_eq!(l.config.capture_delay_ms, 7);
     assert_eq!(
