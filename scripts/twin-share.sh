@@ -49,9 +49,9 @@ load_bin=$(cargo bench --bench load --no-run 2>&1 | sed -n 's/.*Executable bench
 
 scratch=$(mktemp -d)
 load_pids=()
-groups=()
+# The observers' process groups of the half that runs.
 cleanup() {
-  for g in "${groups[@]}"; do kill -- "-$g" 2>/dev/null; done
+  for g in $(cat "$scratch/groups" 2>/dev/null); do kill -- "-$g" 2>/dev/null; done
   for p in "${load_pids[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${load_pids[@]}"; do wait "$p" 2>/dev/null; done
   rm -rf "$scratch"
@@ -115,7 +115,7 @@ half() {
   else
     gx=$(start "$x_cmd" "${servers[0]}"); [ -n "$y_cmd" ] && gy=$(start "$y_cmd" "${servers[1]}")
   fi
-  groups=("$gx" $gy)
+  echo "$gx" $gy > "$scratch/groups"
   sleep 8
   for _ in $(seq 1 "$windows"); do
     local a0 b0 x0 t0 a1 b1 x1 t1
@@ -123,14 +123,16 @@ half() {
     sleep "$window"
     a1=$(cpu "$pid_a"); b1=$(cpu "$pid_b"); x1=$(own "$gx"); t1=$(date +%s%N)
     awk -v h="$x_on" -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v x=$((x1 - x0)) -v t=$((t1 - t0)) \
-      'BEGIN { printf "X on %s: tmux a %.3f %%  b %.3f %%  b-a %+.3f %%  X own %.3f %%\n", h, 100*a/t, 100*b/t, 100*(b-a)/t, 100*x/t }'
+      'BEGIN { printf "X on %s: tmux a %.3f %%  b %.3f %%  b-a %+.3f %%  X own %.3f %%\n", h, 100*a/t, 100*b/t, 100*(b-a)/t, 100*x/t }' \
+      | tee -a "$scratch/windows.txt"
   done
-  for g in "${groups[@]}"; do kill -- "-$g" 2>/dev/null; done
-  groups=()
+  for g in $gx $gy; do kill -- "-$g" 2>/dev/null; done
+  : > "$scratch/groups"
   sleep 3
 }
 
-{ half b; half a; } | tee "$scratch/windows.txt"
+half b
+half a
 # X - Y = (mean(b-a | X on b) - mean(b-a | X on a)) / 2; the twins' own difference cancels.
 awk '
   # Student t, 97.5 % quantile, exact to 20 degrees of freedom; above, the 20th (a little wide).
