@@ -229,6 +229,17 @@ fn print_warnings<'a>(who: &str, wins: impl Iterator<Item = &'a Window>) {
     }
 }
 
+/// `n=… p50 … p95 … max …` of sorted latencies.
+fn spread(v: &[u64]) -> String {
+    format!(
+        "n={} p50 {} p95 {} max {}",
+        v.len(),
+        ms(pct(v, 0.5)),
+        ms(pct(v, 0.95)),
+        ms(v.last().copied())
+    )
+}
+
 fn print_score(who: &str, s: &Score) {
     println!(
         "- {who}: {} transitions, {} missed, {} seen before the write that completes them (0 ms); p50 {}, p95 {}, max {}",
@@ -237,26 +248,15 @@ fn print_score(who: &str, s: &Score) {
         s.early,
         ms(pct(&s.latencies_ms, 0.5)),
         ms(pct(&s.latencies_ms, 0.95)),
-        ms(s.latencies_ms
-            .first()
-            .map(|_| s.latencies_ms[s.latencies_ms.len() - 1]))
+        ms(s.latencies_ms.last().copied())
     );
     for (st, v) in &s.by_state {
-        println!(
-            "  - to {st}: n={} p50 {} p95 {} max {}",
-            v.len(),
-            ms(pct(v, 0.5)),
-            ms(pct(v, 0.95)),
-            ms(v.last().copied())
-        );
+        println!("  - to {st}: {}", spread(v));
     }
     for (agent, v) in &s.by_agent {
         println!(
-            "  - {agent}: n={} p50 {} p95 {} max {}; {} state changes reported",
-            v.len(),
-            ms(pct(v, 0.5)),
-            ms(pct(v, 0.95)),
-            ms(v.last().copied()),
+            "  - {agent}: {}; {} state changes reported",
+            spread(v),
             s.reported.get(agent).copied().unwrap_or(0)
         );
     }
