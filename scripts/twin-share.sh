@@ -107,7 +107,7 @@ own() {
 }
 
 # One half: X on twin `$1` (a or b), Y on the other. Prints a line per window:
-# `half a-cpu b-cpu diff x-own` in % of a core (diff = b - a).
+# `half a-cpu b-cpu diff x-own y-own` in % of a core (diff = b - a).
 half() {
   local x_on=$1 gx gy=
   if [ "$x_on" = b ]; then
@@ -118,12 +118,12 @@ half() {
   echo "$gx" $gy > "$scratch/groups"
   sleep 8
   for _ in $(seq 1 "$windows"); do
-    local a0 b0 x0 t0 a1 b1 x1 t1
-    a0=$(cpu "$pid_a"); b0=$(cpu "$pid_b"); x0=$(own "$gx"); t0=$(date +%s%N)
+    local a0 b0 x0 y0=0 t0 a1 b1 x1 y1=0 t1
+    a0=$(cpu "$pid_a"); b0=$(cpu "$pid_b"); x0=$(own "$gx"); [ -n "$gy" ] && y0=$(own "$gy"); t0=$(date +%s%N)
     sleep "$window"
-    a1=$(cpu "$pid_a"); b1=$(cpu "$pid_b"); x1=$(own "$gx"); t1=$(date +%s%N)
-    awk -v h="$x_on" -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v x=$((x1 - x0)) -v t=$((t1 - t0)) \
-      'BEGIN { printf "X on %s: tmux a %.3f %%  b %.3f %%  b-a %+.3f %%  X own %.3f %%\n", h, 100*a/t, 100*b/t, 100*(b-a)/t, 100*x/t }' \
+    a1=$(cpu "$pid_a"); b1=$(cpu "$pid_b"); x1=$(own "$gx"); [ -n "$gy" ] && y1=$(own "$gy"); t1=$(date +%s%N)
+    awk -v h="$x_on" -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v x=$((x1 - x0)) -v y=$((y1 - y0)) -v t=$((t1 - t0)) \
+      'BEGIN { printf "X on %s: tmux a %.3f %%  b %.3f %%  b-a %+.3f %%  X own %.3f %%  Y own %.3f %%\n", h, 100*a/t, 100*b/t, 100*(b-a)/t, 100*x/t, 100*y/t }' \
       | tee -a "$scratch/windows.txt"
   done
   for g in $gx $gy; do kill -- "-$g" 2>/dev/null; done
@@ -140,10 +140,17 @@ awk '
     split("12.71 4.30 3.18 2.78 2.57 2.45 2.36 2.31 2.26 2.23 2.20 2.18 2.16 2.14 2.13 2.12 2.11 2.10 2.09 2.09", q, " ")
     return q[df > 20 ? 20 : df]
   }
-  { h = ($3 == "b:") ? 1 : 2; d = $12 + 0; n[h]++; s[h] += d; ss[h] += d * d; own[h] += $16 }
+  { h = ($3 == "b:") ? 1 : 2; d = $12 + 0; n[h]++; s[h] += d; ss[h] += d * d; own[h] += $16
+    o = $16 - $20; od += o; odd += o * o; yown += $20 }
   END {
     for (h = 1; h <= 2; h++) { m[h] = s[h] / n[h]; v[h] = (ss[h] - s[h] * s[h] / n[h]) / (n[h] - 1) }
     est = (m[1] - m[2]) / 2; se = sqrt(v[1] / n[1] + v[2] / n[2]) / 2; hw = t95(n[1] + n[2] - 2) * se
     printf "X minus Y, tmux added: %+.3f %% of a core, se %.3f, 95 %% interval %+.3f .. %+.3f (twins differ by %+.3f)\n", est, se, est - hw, est + hw, (m[1] + m[2]) / 2
-    printf "X own CPU: %.3f %% of a core\n", (own[1] + own[2]) / (n[1] + n[2])
+    k = n[1] + n[2]
+    printf "X own CPU: %.3f %% of a core\n", (own[1] + own[2]) / k
+    if (yown > 0) {
+      om = od / k; ose = sqrt((odd - od * od / k) / (k - 1) / k)
+      printf "Y own CPU: %.3f %% of a core; X minus Y, own: %+.3f %%, se %.3f, 95 %% interval %+.3f .. %+.3f\n", yown / k, om, ose, om - t95(k - 1) * ose, om + t95(k - 1) * ose
+      printf "X minus Y, whole: %+.3f %% of a core\n", est + om
+    }
   }' "$scratch/windows.txt"

@@ -7,6 +7,8 @@
 //! keep drawing are captured at most every `capture_interval_ms`, together, on the fine grid
 //! their pipes are read on while they draw ([`crate::tmux::quick::QuickPanes`]), so that one
 //! wake-up reads their output and sends the captures and one more takes in the replies.
+//! A look that a pane's verified screen model serves needs no capture and nothing to settle:
+//! it comes in the wake-up that read the bytes ([`CaptureScheduler::want_served`]).
 //! While a round is in flight no other starts; what wrote meanwhile waits for the next. Pure:
 //! every method takes `now`.
 
@@ -69,6 +71,20 @@ impl CaptureScheduler {
         let at = match last_due {
             Some(d) if now < d + self.every => d.max(now),
             _ => self.grid.at_or_after(now + self.delay),
+        };
+        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+    }
+
+    /// `pane` needs a look, and its verified screen model will serve it: the bytes it wrote
+    /// are in the model already, so nothing settles; the look comes in this wake-up (or when
+    /// its interval ends). Waiting for the next grid instant as a capture does put the read
+    /// grid's 50 ms on every transition: a pipe read on the grid at 0 was looked at 50 ms on,
+    /// so that writes took up to 100 ms to show.
+    pub fn want_served(&mut self, pane: PaneId, now: Instant) {
+        self.pending.insert(pane);
+        let at = match self.last_due(pane) {
+            Some(d) if now < d + self.every => d.max(now),
+            _ => now,
         };
         self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
@@ -296,6 +312,33 @@ mod tests {
         assert_eq!(s.start(e + ms(2080), no_hold), [p]);
         s.finish([p]);
         assert_eq!(s.next_deadline(), None);
+    }
+
+    /// A look its verified model serves comes in the wake-up that read the bytes, a moment
+    /// after the grid instant that woke the process, not at the next instant (50 ms on);
+    /// its interval still spaces the looks of a pane that keeps drawing.
+    #[test]
+    fn a_look_the_model_serves_comes_in_the_wake_up_that_read_the_bytes() {
+        let e = Instant::now();
+        let grid = Grid::new(e, ms(50));
+        let mut s = CaptureScheduler::new(ms(40), ms(50), grid);
+        let p = PaneId(1);
+        // Read on the grid instant at 1000, taken in 0.3 ms after it.
+        let read = e + ms(1000) + Duration::from_micros(300);
+        s.want_served(p, read);
+        assert_eq!(s.next_deadline(), Some(read), "not at 1050 as a capture");
+        assert_eq!(s.start(read, no_hold), [p]);
+        s.served(&[p]);
+        s.finish([]);
+        // It drew again 10 ms later (a quiet pipe's write, read at once): its interval ends at
+        // the grid instant 50 ms after the last look.
+        s.want_served(p, e + ms(1010));
+        assert_eq!(s.next_deadline(), Some(e + ms(1050)));
+        // A capture instead waits for its output to settle, on the grid.
+        let q = PaneId(2);
+        s.want(q, read);
+        assert_eq!(s.next_deadline(), Some(e + ms(1050)));
+        assert_eq!(s.start(e + ms(1050), no_hold), [p, q]);
     }
 
     #[test]

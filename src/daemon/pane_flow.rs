@@ -80,7 +80,16 @@ impl Daemon {
                     self.program_note(now, pane, note);
                 }
                 if wants {
-                    self.captures.want(pane, now.at);
+                    let every = self.model_check_every();
+                    let served = self.panes[&pane]
+                        .model
+                        .as_ref()
+                        .is_some_and(|m| m.serves(now.at, every));
+                    if served {
+                        self.captures.want_served(pane, now.at);
+                    } else {
+                        self.captures.want(pane, now.at);
+                    }
                 }
             }
             Observed::Structure => self.link.relist_soon(now.at),

@@ -44,7 +44,7 @@ pub(super) const EBB_BYTES: usize = 4 * 1024;
 /// How many read periods after its last write an agent's pipe stays on the fine grid.
 pub(super) const QUICK_TAIL: u32 = 2;
 /// ... and how many while the grid reads that find it quiet are wake-ups shared with others
-/// (1 s at the default 100 ms). Simulated on the paced recordings (600 s, random phases): five
+/// (1.5 s at the default 150 ms). Simulated on the paced recordings (600 s, random phases): five
 /// Claude Code panes took 27.5 wake-ups a second to read with [`QUICK_TAIL`] alone and 21.1
 /// with this; twenty agents of all five kinds 33.7 and 24.4; one pane alone 14.2 either way
 /// (a tail this long without the condition: 17.2). The p95 wait of a write to be read stays
