@@ -66,13 +66,7 @@ impl CaptureScheduler {
     /// within its last two intervals) when its interval ends, on the read grid: at once if it
     /// has ended.
     pub fn want(&mut self, pane: PaneId, now: Instant) {
-        self.pending.insert(pane);
-        let last_due = self.last_due(pane);
-        let at = match last_due {
-            Some(d) if now < d + self.every => d.max(now),
-            _ => self.grid.at_or_after(now + self.delay),
-        };
-        self.due = Some(self.due.map_or(at, |d| d.min(at)));
+        self.want_at_least(pane, now, self.grid.at_or_after(now + self.delay));
     }
 
     /// `pane` needs a look, and its verified screen model will serve it: the bytes it wrote
@@ -81,10 +75,16 @@ impl CaptureScheduler {
     /// grid's 50 ms on every transition: a pipe read on the grid at 0 was looked at 50 ms on,
     /// so that writes took up to 100 ms to show.
     pub fn want_served(&mut self, pane: PaneId, now: Instant) {
+        self.want_at_least(pane, now, now);
+    }
+
+    /// `pane` needs a look: at `quiet` if it was quiet, else when its interval ends (at once if
+    /// it has ended).
+    fn want_at_least(&mut self, pane: PaneId, now: Instant, quiet: Instant) {
         self.pending.insert(pane);
         let at = match self.last_due(pane) {
             Some(d) if now < d + self.every => d.max(now),
-            _ => now,
+            _ => quiet,
         };
         self.due = Some(self.due.map_or(at, |d| d.min(at)));
     }
