@@ -5,9 +5,13 @@
 # servers alike. Observer X runs on one twin and Y (nothing by default) on the other; halfway
 # they swap, which takes out what differs between the twins themselves. Each window gives the
 # difference of the two servers' CPU in the same 20 s, and the estimate is X's added CPU minus
-# Y's, with its standard error and 95 % interval.
+# Y's, with its standard error and 95 % interval. With --halves 4 or more, X changes sides in
+# the order b a a b b a …, and the standard errors (tmux's and the observers' own CPU) come from
+# the means of the parts: they then count a drift of the twins' own difference during the run,
+# which one swap cannot tell from X (measured: up to 0.15 % of a core from one part to the
+# next, where the windows of one swap gave a standard error of 0.03).
 #
-#   scripts/twin-share.sh [--windows N] [--window SECONDS] [--seed N] [--load "ARGS"] X [Y]
+#   scripts/twin-share.sh [--windows N] [--window SECONDS] [--halves N] [--seed N] [--load "ARGS"] X [Y]
 #
 # X and Y are shell commands; `{S}` in them is the twin's server name (`tmux -L {S}`). Each
 # runs in a process group of its own (killed with it at the end of its half) and in private
@@ -18,6 +22,8 @@
 # --load: the load's arguments (default `--no-poller --no-stream`: the 50-pane load's five
 # agents and 45 shells, and a person's client; `--scale` for the scale load).
 # --windows: windows of --window seconds in each half (default 6 of 20 s).
+# --halves: how many parts of --windows windows each, X changing sides between them (even;
+# default 2: one swap).
 #
 # Example, the sidecar against nothing:
 #   scripts/twin-share.sh 'target/release/thinkterm-sidecar -L {S} run'
@@ -25,15 +31,17 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 windows=6
 window=20
+halves=2
 seed=$(date +%s)
 load_args="--no-poller --no-stream"
 while [ $# -gt 0 ]; do
   case $1 in
     --windows) windows=$2; shift ;;
     --window) window=$2; shift ;;
+    --halves) halves=$2; shift ;;
     --seed) seed=$2; shift ;;
     --load) load_args=$2; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) break ;;
   esac
   shift
@@ -42,6 +50,7 @@ done
 x_cmd=$1
 y_cmd=${2:-}
 [ "$windows" -ge 2 ] || { echo "--windows: at least 2" >&2; exit 2; }
+[ "$halves" -ge 2 ] && [ $((halves % 2)) -eq 0 ] || { echo "--halves: even, at least 2" >&2; exit 2; }
 
 cd "$root" || exit 1
 load_bin=$(cargo bench --bench load --no-run 2>&1 | sed -n 's/.*Executable benches\/load.rs (\(.*\))/\1/p' | tail -1)
@@ -106,10 +115,10 @@ own() {
   echo $total
 }
 
-# One half: X on twin `$1` (a or b), Y on the other. Prints a line per window:
-# `half a-cpu b-cpu diff x-own y-own` in % of a core (diff = b - a).
+# One half: X on twin `$1` (a or b), Y on the other, the `$2`-th half. Prints a line per window:
+# `X on h: … b-a … X own … Y own … half k` in % of a core (diff = b - a).
 half() {
-  local x_on=$1 gx gy=
+  local x_on=$1 k=$2 gx gy=
   if [ "$x_on" = b ]; then
     gx=$(start "$x_cmd" "${servers[1]}"); [ -n "$y_cmd" ] && gy=$(start "$y_cmd" "${servers[0]}")
   else
@@ -122,8 +131,8 @@ half() {
     a0=$(cpu "$pid_a"); b0=$(cpu "$pid_b"); x0=$(own "$gx"); [ -n "$gy" ] && y0=$(own "$gy"); t0=$(date +%s%N)
     sleep "$window"
     a1=$(cpu "$pid_a"); b1=$(cpu "$pid_b"); x1=$(own "$gx"); [ -n "$gy" ] && y1=$(own "$gy"); t1=$(date +%s%N)
-    awk -v h="$x_on" -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v x=$((x1 - x0)) -v y=$((y1 - y0)) -v t=$((t1 - t0)) \
-      'BEGIN { printf "X on %s: tmux a %.3f %%  b %.3f %%  b-a %+.3f %%  X own %.3f %%  Y own %.3f %%\n", h, 100*a/t, 100*b/t, 100*(b-a)/t, 100*x/t, 100*y/t }' \
+    awk -v h="$x_on" -v k="$k" -v a=$((a1 - a0)) -v b=$((b1 - b0)) -v x=$((x1 - x0)) -v y=$((y1 - y0)) -v t=$((t1 - t0)) \
+      'BEGIN { printf "X on %s: tmux a %.3f %%  b %.3f %%  b-a %+.3f %%  X own %.3f %%  Y own %.3f %%  half %d\n", h, 100*a/t, 100*b/t, 100*(b-a)/t, 100*x/t, 100*y/t, k }' \
       | tee -a "$scratch/windows.txt"
   done
   for g in $gx $gy; do kill -- "-$g" 2>/dev/null; done
@@ -131,8 +140,10 @@ half() {
   sleep 3
 }
 
-half b
-half a
+# Halves in the order b a a b b a a b …: a steady drift of the twins' difference cancels too.
+for k in $(seq 1 "$halves"); do
+  case $(( (k - 1) % 4 )) in 0|3) half b "$k" ;; *) half a "$k" ;; esac
+done
 # X - Y = (mean(b-a | X on b) - mean(b-a | X on a)) / 2; the twins' own difference cancels.
 awk '
   # Student t, 97.5 % quantile, exact to 20 degrees of freedom; above, the 20th (a little wide).
@@ -141,16 +152,31 @@ awk '
     return q[df > 20 ? 20 : df]
   }
   { h = ($3 == "b:") ? 1 : 2; d = $12 + 0; n[h]++; s[h] += d; ss[h] += d * d; own[h] += $16
+    hs[$23] += d; hn[$23]++; hside[$23] = h; ho[$23] += $16 - $20
     o = $16 - $20; od += o; odd += o * o; yown += $20 }
   END {
     for (h = 1; h <= 2; h++) { m[h] = s[h] / n[h]; v[h] = (ss[h] - s[h] * s[h] / n[h]) / (n[h] - 1) }
     est = (m[1] - m[2]) / 2; se = sqrt(v[1] / n[1] + v[2] / n[2]) / 2; hw = t95(n[1] + n[2] - 2) * se
+    nh = 0; for (k in hn) nh++
+    if (nh >= 4) {
+      # The means of the halves as the observations: their spread holds the drift of the twins.
+      for (k in hn) { q = hside[k]; mm = hs[k] / hn[k]; c[q]++; cs[q] += mm; css[q] += mm * mm }
+      for (q = 1; q <= 2; q++) { hm[q] = cs[q] / c[q]; hv[q] = (css[q] - cs[q] * cs[q] / c[q]) / (c[q] - 1) }
+      est = (hm[1] - hm[2]) / 2; se = sqrt(hv[1] / c[1] + hv[2] / c[2]) / 2; hw = t95(nh - 2) * se
+      printf "(from %d halves: the standard error counts the drift of the twins between halves)\n", nh
+    }
     printf "X minus Y, tmux added: %+.3f %% of a core, se %.3f, 95 %% interval %+.3f .. %+.3f (twins differ by %+.3f)\n", est, se, est - hw, est + hw, (m[1] + m[2]) / 2
     k = n[1] + n[2]
     printf "X own CPU: %.3f %% of a core\n", (own[1] + own[2]) / k
     if (yown > 0) {
-      om = od / k; ose = sqrt((odd - od * od / k) / (k - 1) / k)
-      printf "Y own CPU: %.3f %% of a core; X minus Y, own: %+.3f %%, se %.3f, 95 %% interval %+.3f .. %+.3f\n", yown / k, om, ose, om - t95(k - 1) * ose, om + t95(k - 1) * ose
+      om = od / k; ose = sqrt((odd - od * od / k) / (k - 1) / k); odf = k - 1
+      if (nh >= 4) {
+        # As for tmux: the means of the halves as the observations (the twin an observer
+        # runs on moves its own CPU too).
+        for (h2 in hn) { mo = ho[h2] / hn[h2]; ocs += mo; ocss += mo * mo }
+        om = ocs / nh; ose = sqrt((ocss - ocs * ocs / nh) / (nh - 1) / nh); odf = nh - 1
+      }
+      printf "Y own CPU: %.3f %% of a core; X minus Y, own: %+.3f %%, se %.3f, 95 %% interval %+.3f .. %+.3f\n", yown / k, om, ose, om - t95(odf) * ose, om + t95(odf) * ose
       printf "X minus Y, whole: %+.3f %% of a core\n", est + om
     }
   }' "$scratch/windows.txt"

@@ -497,15 +497,21 @@ $r report --app mytool --state done --msg 'All green'\nread\n"
 
 /// Regression: the spinner's deadline was not among the daemon's deadlines, so a frame waited
 /// for some other timer to fire (the slow probe, when no agent was being captured). And the
-/// spinner turns only while a person's client can show it: each frame is a `set-option`, which
-/// tmux answers by redrawing every client and sizing every window again.
+/// spinner turns only in a tab a person's client shows without looking at its window: each
+/// frame is a `set-option`, which tmux answers by redrawing every client whole and sizing every
+/// window again; a window nobody can see, or the one the person looks at (its panes show the
+/// work), keeps its running icon still.
 #[test]
-fn the_spinner_turns_for_a_window_that_only_reports_while_a_person_can_see_it() {
+fn the_spinner_turns_for_a_window_that_only_reports_while_a_person_sees_its_tab_from_elsewhere() {
     let mut tmux = Tmux::new();
     let env = Env::new();
     let config = env.path("config/thinkterm/config.toml");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
-    std::fs::write(&config, "probe_interval_s = 120\n").unwrap();
+    std::fs::write(
+        &config,
+        "probe_interval_s = 120\nspinner_interval_ms = 200\n",
+    )
+    .unwrap();
     let tool = env.path("bin/busy.sh");
     script(
         &tool,
@@ -515,25 +521,50 @@ fn the_spinner_turns_for_a_window_that_only_reports_while_a_person_can_see_it() 
     );
     let pane = tmux.new_session("spin", Some(&tool.display().to_string()));
     let window = tmux.window_of(&pane);
+    let other = tmux.new_window("spin", None);
     let d = Daemon::start(&env, &tmux);
     d.wait_ready(&env, &tmux);
     wait_for(10, "pane listed", || env.pane_row(&tmux, &pane));
     tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
     env.wait_row(&tmux, &pane, "state", "working", 10);
-    let first = wait_for(10, "a spinner frame", || {
-        let icon = tmux.window_option(&window, "@thinkterm_icon");
-        (!icon.is_empty()).then_some(icon)
+    let icon = || tmux.window_option(&window, "@thinkterm_icon");
+    let first = wait_for(10, "a running icon", || {
+        let i = icon();
+        (!i.is_empty()).then_some(i)
     });
     // Nobody's client shows the window: over six frame periods (200 ms each) the icon holds.
     std::thread::sleep(std::time::Duration::from_millis(1200));
     assert_eq!(
-        tmux.window_option(&window, "@thinkterm_icon"),
+        icon(),
         first,
         "the spinner turned with no person's client attached"
     );
+
+    // A person looks at the other window: the tab of the working one turns.
+    tmux.cmd(&["select-window", "-t", &other]);
     let client = support::Client::attach(&tmux, "spin", 100, 30);
     wait_for(5, "the next spinner frame", || {
-        (tmux.window_option(&window, "@thinkterm_icon") != first).then_some(())
+        (icon() != first).then_some(())
+    });
+
+    // The person goes to the working window: its panes show the work, its tab holds still.
+    tmux.cmd(&["select-window", "-t", &window]);
+    let held = wait_for(5, "the spinner stops in the tab looked at", || {
+        let a = icon();
+        std::thread::sleep(std::time::Duration::from_millis(600));
+        (icon() == a).then_some(a)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert_eq!(
+        icon(),
+        held,
+        "the spinner turned in the window the person looks at"
+    );
+
+    // Back to the other window: it turns again.
+    tmux.cmd(&["select-window", "-t", &other]);
+    wait_for(5, "the spinner turns again", || {
+        (icon() != held).then_some(())
     });
     drop(client);
 }

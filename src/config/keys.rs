@@ -55,7 +55,8 @@ settings! {
         sound_done: Option<PathBuf> = None;
         /// File played for `waiting` (None, or an empty string in the config: the bundled chime).
         sound_waiting: Option<PathBuf> = None;
-        /// Animate the status-line spinner while something runs.
+        /// Animate the status-line spinner while something runs (in the tabs a person's client
+        /// shows of windows it is not looking at; the window looked at keeps a still glyph).
         spinner: bool = true;
         /// Spinner frame interval in milliseconds (rounded to the read grid). Every frame is
         /// a `set-option`, which makes tmux redraw every attached client whole, over ssh too,

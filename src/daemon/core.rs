@@ -145,7 +145,7 @@ impl Daemon {
         );
         Daemon {
             status: StatusLine::new(status_line_config(&config)),
-            option_batch: OptionBatch::default(),
+            option_batch: OptionBatch::new(pacing.reads()),
             tmux,
             addr,
             config,

@@ -4,7 +4,8 @@
 //! person's terminal a full screen. tmux runs the commands of one read in one turn of its loop and
 //! redraws once after them: options sent together cost one redraw. So the options of windows,
 //! panes and sessions no client shows wait here (the latest value of each), and go out at most
-//! [`BATCH_EVERY`] after the first of them, or with the next spinner frame (a redraw anyway), or
+//! [`BATCH_EVERY`] after the first of them (at the read grid's instant at or after it, where the
+//! daemon wakes anyway while agents draw), or with the next spinner frame (a redraw anyway), or
 //! at once when a person's client comes to show something else. An option that is sent at once
 //! (it became visible) drops its waiting value, so an older value never follows a newer one.
 //!
@@ -14,15 +15,24 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::status_line::Argv;
+use crate::tmux::grid::Grid;
 
 /// The longest an option nobody sees waits.
 pub const BATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// The options waiting, by what they set (the command without its value).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OptionBatch {
     pending: BTreeMap<Argv, Argv>,
     due: Option<Instant>,
+    /// The grid their deadline lands on.
+    grid: Grid,
+}
+
+impl Default for OptionBatch {
+    fn default() -> Self {
+        OptionBatch::new(Grid::off())
+    }
 }
 
 /// What an option command sets: everything but its value.
@@ -31,10 +41,21 @@ fn key(argv: &Argv) -> Argv {
 }
 
 impl OptionBatch {
+    /// Nothing waiting; deadlines land on `grid`.
+    pub fn new(grid: Grid) -> Self {
+        OptionBatch {
+            pending: BTreeMap::new(),
+            due: None,
+            grid,
+        }
+    }
+
     /// Holds `argv` back (replacing a waiting value of the same option).
     pub fn defer(&mut self, argv: Argv, now: Instant) {
         self.pending.insert(key(&argv), argv);
-        self.due.get_or_insert(now + BATCH_EVERY);
+        let grid = self.grid;
+        self.due
+            .get_or_insert_with(|| grid.at_or_after(now + BATCH_EVERY));
     }
 
     /// `argv` is sent at once: a waiting value of the same option is dropped.
@@ -58,7 +79,7 @@ impl OptionBatch {
 
     /// Forgets everything (another tmux server).
     pub fn reset(&mut self) {
-        *self = OptionBatch::default();
+        *self = OptionBatch::new(self.grid);
     }
 }
 
@@ -103,5 +124,22 @@ mod tests {
         b.defer(set("@4", "done"), t);
         b.reset();
         assert!(b.take().is_empty());
+    }
+
+    #[test]
+    fn the_batch_goes_out_at_the_grid_instant_at_or_after_its_period() {
+        let t = Instant::now();
+        let grid = Grid::new(t, Duration::from_millis(150));
+        let mut b = OptionBatch::new(grid);
+        b.defer(set("@1", "running"), t + Duration::from_millis(10));
+        // 1.01 s is between the instants 0.9 and 1.05 s: the later one.
+        assert_eq!(b.next_deadline(), Some(t + Duration::from_millis(1050)));
+        b.reset();
+        b.defer(set("@1", "idle"), t + Duration::from_millis(50));
+        assert_eq!(
+            b.next_deadline(),
+            Some(t + Duration::from_millis(1050)),
+            "the grid outlives a reset"
+        );
     }
 }
