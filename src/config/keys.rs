@@ -85,7 +85,7 @@ settings! {
         /// rounds and spinner frames land on the same grid, at half this step (0: read every
         /// write at once). 150 by default: an agent's pipe is read every 75 ms while it
         /// draws, and a look its screen model serves comes in the same wake-up, so a write
-        /// waits at most 75 ms to be seen; each wake-up costs the process about 0.15 ms.
+        /// waits at most 75 ms to be seen.
         read_batch_ms: u64 = 150, range 0..=MAX_READ_BATCH_MS;
         /// A pane with no agent, report or variable that writes more than this many KiB per
         /// second has its copy of the output paused in the sidecar's control client (0: never;

@@ -224,8 +224,7 @@ impl Daemon {
         let (panes, every) = (&self.panes, self.model_check_every());
         let round = self.captures.start(t, |id| {
             let p = panes.get(&id)?;
-            let served = p.model.as_ref().is_some_and(|m| m.serves(t, every));
-            p.sync.held_until(t).filter(|_| !served)
+            p.sync.held_until(t).filter(|_| !p.model_serves(t, every))
         });
         if !round.is_empty() {
             let rest = self.serve_models(now, &round);

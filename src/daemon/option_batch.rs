@@ -29,12 +29,6 @@ pub struct OptionBatch {
     grid: Grid,
 }
 
-impl Default for OptionBatch {
-    fn default() -> Self {
-        OptionBatch::new(Grid::off())
-    }
-}
-
 /// What an option command sets: everything but its value.
 fn key(argv: &Argv) -> Argv {
     argv[..argv.len().saturating_sub(1)].to_vec()
@@ -96,7 +90,7 @@ mod tests {
     #[test]
     fn the_latest_value_of_each_option_waits_at_most_a_batch_period() {
         let t = Instant::now();
-        let mut b = OptionBatch::default();
+        let mut b = OptionBatch::new(Grid::off());
         assert_eq!(b.next_deadline(), None);
         b.defer(set("@1", "running"), t);
         b.defer(set("@2", "idle"), t + Duration::from_millis(300));
@@ -112,7 +106,7 @@ mod tests {
     #[test]
     fn an_option_sent_at_once_drops_its_waiting_value() {
         let t = Instant::now();
-        let mut b = OptionBatch::default();
+        let mut b = OptionBatch::new(Grid::off());
         b.defer(set("@1", "running"), t);
         b.defer(set("@2", "idle"), t);
         // @1 became visible and was sent with a newer value: the older one must not follow.

@@ -81,11 +81,7 @@ impl Daemon {
                 }
                 if wants {
                     let every = self.model_check_every();
-                    let served = self.panes[&pane]
-                        .model
-                        .as_ref()
-                        .is_some_and(|m| m.serves(now.at, every));
-                    if served {
+                    if self.panes[&pane].model_serves(now.at, every) {
                         self.captures.want_served(pane, now.at);
                     } else {
                         self.captures.want(pane, now.at);

@@ -118,6 +118,12 @@ fn program(f: &Foreground) -> Option<u32> {
 }
 
 impl PaneEntry {
+    /// Whether the pane's verified screen model serves a look at `now` (checked against tmux
+    /// at most `every` ago), so that no capture is needed.
+    pub fn model_serves(&self, now: Instant, every: std::time::Duration) -> bool {
+        self.model.as_ref().is_some_and(|m| m.serves(now, every))
+    }
+
     /// A new entry (not yet probed); `flood_limit` in bytes per second (0: never pause).
     pub fn new(pid: u32, now: Instant, flood_limit: u64) -> Self {
         PaneEntry {

@@ -67,11 +67,7 @@ impl Daemon {
         let Some(inv) = self.inventory() else {
             return Vec::new();
         };
-        let people: Vec<(SessionId, Option<WindowId>)> = inv
-            .people()
-            .filter(|c| c.flags.attached)
-            .filter_map(|c| Some((inv.covering_session(c.session?)?, c.window)))
-            .collect();
+        let people = self.people_views();
         self.running_windows()
             .into_iter()
             .filter(|w| {
@@ -79,7 +75,11 @@ impl Daemon {
                     .values()
                     .filter(|p| p.window == *w)
                     .filter_map(|p| inv.covering_session(p.session))
-                    .any(|s| people.iter().any(|(cs, cw)| *cs == s && *cw != Some(*w)))
+                    .any(|s| {
+                        people
+                            .iter()
+                            .any(|(cs, cw)| *cs == Some(s) && *cw != Some(*w))
+                    })
             })
             .collect()
     }
@@ -91,11 +91,8 @@ impl Daemon {
         let Some(inv) = self.inventory() else {
             return Default::default();
         };
-        let people: Vec<_> = inv.people().filter(|c| c.flags.attached).collect();
-        let sessions: BTreeSet<SessionId> = people
-            .iter()
-            .filter_map(|c| c.session.and_then(|s| inv.covering_session(s)))
-            .collect();
+        let people = self.people_views();
+        let sessions: BTreeSet<SessionId> = people.iter().filter_map(|(s, _)| *s).collect();
         let windows: BTreeSet<WindowId> = inv
             .panes
             .values()
@@ -104,9 +101,21 @@ impl Daemon {
                     .is_some_and(|s| sessions.contains(&s))
             })
             .map(|p| p.window)
-            .chain(people.iter().filter_map(|c| c.window))
+            .chain(people.iter().filter_map(|(_, w)| *w))
             .collect();
         (sessions, windows)
+    }
+
+    /// Each attached person's client: the session it shows (covering its group) and its
+    /// current window, as far as the inventory knows them.
+    fn people_views(&self) -> Vec<(Option<SessionId>, Option<WindowId>)> {
+        let Some(inv) = self.inventory() else {
+            return Vec::new();
+        };
+        inv.people()
+            .filter(|c| c.flags.attached)
+            .map(|c| (c.session.and_then(|s| inv.covering_session(s)), c.window))
+            .collect()
     }
 
     /// Sends status-line options now where a person's client can show what each is set on (its
