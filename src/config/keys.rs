@@ -74,7 +74,7 @@ settings! {
         /// An agent pane read through its pipe keeps a terminal model of its screen, fed by
         /// its bytes: its screen is read from the model, and captured from tmux only to check
         /// the model, at most every this many milliseconds while it draws and once after it
-        /// stops; each capture in a row that agrees doubles the wait, up to four times this (a
+        /// stops; each capture in a row that agrees doubles the wait, up to sixteen times this (a
         /// capture that differs puts the pane back on captures until one confirms the model
         /// again, and the wait back to this). 0: no model, every look at a screen is a capture.
         screen_model_check_ms: u64 = 2000, range 0..=60000;
@@ -83,10 +83,11 @@ settings! {
         /// While panes keep writing, read their control client or pipe every this many
         /// milliseconds instead of at every write (an agent's pipe at half this step); capture
         /// rounds and spinner frames land on the same grid, at half this step (0: read every
-        /// write at once). 150 by default: an agent's pipe is read every 75 ms while it
+        /// write at once). 175 by default: an agent's pipe is read every 87.5 ms while it
         /// draws, and a look its screen model serves comes in the same wake-up, so a write
-        /// waits at most 75 ms to be seen.
-        read_batch_ms: u64 = 150, range 0..=MAX_READ_BATCH_MS;
+        /// waits at most 87.5 ms to be seen (the bound is 100 ms; each step of the
+        /// grid costs the daemon's own CPU a wake-up while agents draw).
+        read_batch_ms: u64 = 175, range 0..=MAX_READ_BATCH_MS;
         /// A pane with no agent, report or variable that writes more than this many KiB per
         /// second has its copy of the output paused in the sidecar's control client (0: never;
         /// a pane read through its pipe is never paused).

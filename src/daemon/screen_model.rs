@@ -24,10 +24,12 @@ use crate::rules::region::screen_lines;
 use crate::vt::TextScreen;
 
 /// How far captures that keep agreeing stretch the check interval: at most this many times the
-/// configured one (2 s: 4 s after the second capture in a row that agrees, 8 s after the third).
-/// On the 50-pane load, checks every 2 s were about a tenth of the daemon's own CPU, and in 7
-/// minutes of five agents 944 of the 946 checks after the first seeds found the model right.
-pub const MAX_STRETCH: u32 = 4;
+/// configured one (2 s: 4 s after the second capture in a row that agrees, 8 s after the third,
+/// 32 s from the fifth). On the 50-pane load, checks every 2 s were about a tenth of the
+/// daemon's own CPU, and in 7 minutes of five agents 944 of the 946 checks after the first seeds
+/// found the model right; each check costs tmux a turn of its loop (about 0.3 ms there) and the
+/// daemon a capture to read, so a model tmux keeps confirming is left to serve for longer.
+pub const MAX_STRETCH: u32 = 16;
 
 /// What tmux reports of a pane's cursor beside a capture (`#{cursor_x} #{cursor_y}
 /// #{alternate_on} #{scroll_region_upper} #{scroll_region_lower}`).

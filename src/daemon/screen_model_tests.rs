@@ -146,9 +146,10 @@ fn each_capture_in_a_row_that_agrees_stretches_the_check_up_to_its_bound_and_a_m
     let mut m = ScreenModel::new(4, 20);
     assert_eq!(m.check(t0, "", Some(cursor)), Checked::Seeded);
     m.feed(b"hello", None, false);
-    // The capture after a seed, then each later one that agrees: 2 s, 4 s, 8 s, then 8 s.
+    // The capture after a seed, then each later one that agrees: 2 s, 4 s, 8 s, 16 s, then
+    // 32 s.
     let mut t = t0;
-    for (i, wait) in [2, 4, 8, 8, 8].into_iter().enumerate() {
+    for (i, wait) in [2, 4, 8, 16, 32, 32, 32].into_iter().enumerate() {
         assert_eq!(m.check(t, "hello", None), Checked::Matched, "capture {i}");
         let due = t + Duration::from_secs(wait);
         assert_eq!(m.check_due(EVERY), Some(due), "after capture {i}");
@@ -156,7 +157,7 @@ fn each_capture_in_a_row_that_agrees_stretches_the_check_up_to_its_bound_and_a_m
         assert!(!m.serves(due, EVERY));
         t = due;
     }
-    assert_eq!(m.explain()["agreed_in_a_row"], 5);
+    assert_eq!(m.explain()["agreed_in_a_row"], 7);
     // A capture that differs seeds it: the capture that confirms the seed is due after 2 s
     // again.
     m.feed(b" world", None, false);

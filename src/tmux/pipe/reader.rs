@@ -2,7 +2,7 @@
 //! a write wakes the reader at once when the pipe was quiet; while the pane keeps writing, the
 //! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
 //! every few milliseconds wakes the process once per period. An agent's pane is read on the
-//! half-step grid while it draws, and for two read periods after, ten while the grid's
+//! half-step grid while it draws, and for two read periods after, thirty while the grid's
 //! wake-ups are shared with others ([`super::pace::grid_read`]).
 //!
 //! Each read takes everything the pipe holds, however much: tmux keeps whatever a pipe does not
