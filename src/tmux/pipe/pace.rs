@@ -49,8 +49,8 @@ pub(super) const QUICK_TAIL: u32 = 2;
 /// alone and 21.1 with it; twenty agents of all five kinds 33.7 and 24.4; one pane alone 14.2
 /// either way (a tail this long without the condition: 17.2). Measured on twin servers (the
 /// 50-pane load): a tail of two cost the daemon 0.032 % of a core more than ten, and thirty
-/// 0.006 % less (tmux's share −0.044 ± 0.023 %); a pane read on the grid is read in a wake-up
-/// the process makes anyway, a watched one wakes it twice at its next write.
+/// 0.006 % less; a pane read on the grid is read in a wake-up the process makes anyway, a
+/// watched one wakes it twice at its next write (the write, then the gathering wait).
 pub(super) const SHARED_TAIL: u32 = 30;
 
 /// A pane that floods its pipe: read as fast as it fills, delivered on the read grid.
