@@ -11,8 +11,11 @@ use super::{program, PaneEntry};
 use crate::process::foreground;
 
 /// Output leads to a look at the foreground of a pane where an agent runs at most this often
-/// (an agent draws all the time it works; what follows it is a shell's prompt).
-pub const LOOK_EVERY_AGENT: std::time::Duration = std::time::Duration::from_secs(1);
+/// (an agent draws all the time it works; what follows it is a shell's prompt). An agent that
+/// exits after two seconds without drawing (the person quits it at its prompt) is looked at at
+/// once; one that exits while it draws is seen gone within this. Every 1 s, these looks cost the
+/// daemon about 0.05 % of a core on the 50-pane load (twins: 2 s took 0.026 ± 0.003 % off).
+pub const LOOK_EVERY_AGENT: std::time::Duration = std::time::Duration::from_secs(2);
 /// ... and of any other pane at most this often (a shell being typed into: the line's Enter
 /// starts a program).
 pub const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(250);

@@ -124,8 +124,8 @@ fn bytes_that_carried_a_state_are_kept_for_a_respawn_and_age_out() {
 }
 
 /// Output asks for a look at the foreground a moment after it (the program a typed line starts
-/// comes after the shell's echo of the line), at most every 250 ms while the output goes on (a
-/// second where an agent runs), and once more after the last of it; output after that long a
+/// comes after the shell's echo of the line), at most every 250 ms while the output goes on (two
+/// seconds where an agent runs), and once more after the last of it; output after that long a
 /// quiet, at once.
 #[test]
 fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
@@ -154,20 +154,20 @@ fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
     p.on_output(at(700), &PaneBytes::Raw(b"\r\n".to_vec()), true);
     assert_eq!(p.look_due(), Some(ms(800)));
     p.look_after_output(ms(800));
-    // Where an agent runs (it draws all the time it works), once a second.
+    // Where an agent runs (it draws all the time it works), every two seconds.
     p.identity = Identity::Agent {
         agent: "claude".into(),
         pid: 1,
     };
     p.on_output(at(850), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(1800)));
-    p.look_after_output(ms(1800));
-    p.on_output(at(2000), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(2100)), "after a second of quiet");
-    p.look_after_output(ms(2100));
-    p.on_output(at(2500), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(3100)));
-    // A `THINKTERM_AGENT` value makes every look a full probe: once a second, too.
+    assert_eq!(p.look_due(), Some(ms(2800)));
+    p.look_after_output(ms(2800));
+    p.on_output(at(3000), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(3100)), "after two seconds of quiet");
+    p.look_after_output(ms(3100));
+    p.on_output(at(3500), &PaneBytes::Raw(b"x".to_vec()), true);
+    assert_eq!(p.look_due(), Some(ms(5100)));
+    // A `THINKTERM_AGENT` value makes every look a full probe: every two seconds, too.
     let mut q = PaneEntry::new(std::process::id(), t, 0);
     let value = base64::engine::general_purpose::STANDARD.encode("v1;agent=tool;state=working");
     let var = format!("\x1b]1337;SetUserVar=THINKTERM_AGENT={value}\x07");
@@ -175,5 +175,5 @@ fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
     assert!(q.signals.user_var().is_some());
     q.look_after_output(ms(100));
     q.on_output(at(200), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(q.look_due(), Some(ms(1100)));
+    assert_eq!(q.look_due(), Some(ms(2100)));
 }

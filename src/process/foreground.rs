@@ -15,7 +15,7 @@
 //! - The cheap look, [`look`] (the first process's `stat` for `tpgid`, the job leader's `stat`
 //!   for its name when the leader is another process, [`main_children`]), stays a hand-written
 //!   single read of each file: it runs on the daemon's loop for each pane with output (at most
-//!   every 250 ms per pane, once a second where an agent runs) and for every pane on the 10 s
+//!   every 250 ms per pane, every two seconds where an agent runs) and for every pane on the 10 s
 //!   timer, and procfs makes it half again slower with twice the system calls and four to five
 //!   times the allocations (figures below).
 //!
