@@ -1,18 +1,19 @@
 //! The drift alarm's place in the daemon: each verdict a pane's screen gets is fed to its
 //! [`Drift`](crate::rules::drift::Drift) detector, which says when the agent's rules no longer
-//! recognise the screen; one log line, naming the pane (the caller's span), the agent and its
-//! version, says when that starts and ends. The mark is read by `agents` and `explain`.
+//! recognise the screen; one log line, naming the pane, the agent and its version, says when
+//! that starts and ends. The mark is read by `agents` and `explain`.
 
 use std::time::Instant;
 
 use super::panes::PaneEntry;
+use crate::ids::PaneId;
 use crate::rules::drift::{DriftChange, Observation};
 
 impl PaneEntry {
-    /// Feeds the drift alarm with the verdict just made; logs once when it is raised or cleared.
-    /// `same`: the verdict was made from the screen and title of the one before (kept by the
+    /// Feeds the drift alarm with the verdict just made of pane `pane`; logs once when it is
+    /// raised or cleared. `same`: the verdict was made from the screen and title of the one before (kept by the
     /// pane's memo), so they did not change and are not hashed again.
-    pub(super) fn watch_drift(&mut self, now: Instant, same: bool) {
+    pub(super) fn watch_drift(&mut self, now: Instant, pane: PaneId, same: bool) {
         let Some(v) = &self.verdict else {
             return;
         };
@@ -28,6 +29,7 @@ impl PaneEntry {
         let version = self.agent_version.as_deref().unwrap_or("unknown");
         match self.drift.observe(now, obs) {
             Some(DriftChange::Raised(reason)) => tracing::warn!(
+                pane = %pane,
                 agent = self.agent().unwrap_or("?"),
                 version,
                 %reason,
@@ -35,6 +37,7 @@ impl PaneEntry {
                  (`thinkterm-sidecar explain PANE --save DIR` keeps it as a fixture)"
             ),
             Some(DriftChange::Cleared) => tracing::info!(
+                pane = %pane,
                 agent = self.agent().unwrap_or("?"),
                 version,
                 "pane recognised again"
@@ -74,10 +77,20 @@ mod tests {
         p.agent_version = Some("2.1.999".into());
         let at = |s: u64| t + std::time::Duration::from_secs(s);
         for s in 0..30 {
-            p.classify(at(s), &c, format!("a layout no rule knows, frame {s}"));
+            p.classify(
+                at(s),
+                PaneId(1),
+                &c,
+                format!("a layout no rule knows, frame {s}"),
+            );
             assert_eq!(p.drift.unrecognised(), None, "at {s} s");
         }
-        p.classify(at(30), &c, "a layout no rule knows, frame 30".into());
+        p.classify(
+            at(30),
+            PaneId(1),
+            &c,
+            "a layout no rule knows, frame 30".into(),
+        );
         assert!(p.drift.unrecognised().is_some());
         let v = p.explain(&c);
         assert_eq!(v["unrecognised"], true);
@@ -88,7 +101,7 @@ mod tests {
             .is_some_and(|r| r.contains("no rule matched for 30 s")));
         let idle = crate::test_fixtures::read_to_string("claude-code/2.1.332/001-idle.txt");
         for s in 31..=41 {
-            p.classify(at(s), &c, idle.clone());
+            p.classify(at(s), PaneId(1), &c, idle.clone());
         }
         assert_eq!(
             p.drift.unrecognised(),

@@ -468,8 +468,6 @@ impl Daemon {
                 continue;
             };
             captured.push(id);
-            // The drift alarm's log line names the pane.
-            let _span = tracing::info_span!("pane", pane = %id).entered();
             if let Some(t) = title {
                 let fx = p.title_read(now.at, &t, super::snapshot::is_default_title(&t));
                 self.on_pane_effects(now, id, fx);
@@ -481,10 +479,10 @@ impl Daemon {
                 let cursor = cursor.as_deref().and_then(CursorState::parse);
                 let checked = m.check(now.at, &screen, cursor);
                 if checked != Checked::Matched {
-                    tracing::debug!(?checked, "the screen model differed from the capture");
+                    tracing::debug!(pane = %id, ?checked, "the screen model differed from the capture");
                 }
             }
-            let fx = p.classify(now.at, &self.rules.catalog, screen);
+            let fx = p.classify(now.at, id, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);
         }
         tracing::trace!(?captured, "captures arrived");
@@ -519,8 +517,7 @@ impl Daemon {
             if let Some(at) = held {
                 self.captures.want_at(id, at);
             }
-            let _span = tracing::info_span!("pane", pane = %id).entered();
-            let fx = p.classify(now.at, &self.rules.catalog, screen);
+            let fx = p.classify(now.at, id, &self.rules.catalog, screen);
             self.on_pane_effects(now, id, fx);
             if let Some(at) = due {
                 self.captures.check_at(id, at);

@@ -14,6 +14,7 @@ use super::screen_model::ScreenModel;
 use super::sync_update::SyncUpdate;
 use super::verdict_memo::VerdictMemo;
 use crate::clock::Now;
+use crate::ids::PaneId;
 use crate::osc::progress::Progress;
 use crate::osc::records::{RecordState, Records};
 use crate::osc::user_var::UserVarOutcome;
@@ -295,8 +296,14 @@ impl PaneEntry {
         }
     }
 
-    /// Classifies a freshly captured screen and tells the tracker.
-    pub fn classify(&mut self, now: Instant, catalog: &Catalog, screen: String) -> Vec<PaneEffect> {
+    /// Classifies a freshly captured screen of pane `pane` and tells the tracker.
+    pub fn classify(
+        &mut self,
+        now: Instant,
+        pane: PaneId,
+        catalog: &Catalog,
+        screen: String,
+    ) -> Vec<PaneEffect> {
         if self.screen != screen {
             self.screen = screen;
             self.memo.forget();
@@ -307,7 +314,7 @@ impl PaneEntry {
                 .fingerprint(&self.screen, self.signals.title())
                 .map(str::to_string);
             if found != self.fingerprint {
-                tracing::debug!(agent = ?found, "screen fingerprint behind a process-less program");
+                tracing::debug!(%pane, agent = ?found, "screen fingerprint behind a process-less program");
                 self.fingerprint = found;
                 self.verdict = None;
                 self.drift.reset();
@@ -317,7 +324,7 @@ impl PaneEntry {
                 );
             }
         }
-        fx.extend(self.reclassify(now, catalog));
+        fx.extend(self.reclassify(now, pane, catalog));
         fx
     }
 
@@ -332,7 +339,7 @@ impl PaneEntry {
 
     /// Classifies the last screen again (rules or title changed); the verdict is the memo's
     /// when nothing it was made from changed.
-    pub fn reclassify(&mut self, now: Instant, catalog: &Catalog) -> Vec<PaneEffect> {
+    pub fn reclassify(&mut self, now: Instant, pane: PaneId, catalog: &Catalog) -> Vec<PaneEffect> {
         // The memo is taken out for the call: the agent and the snapshot borrow the pane.
         let mut memo = std::mem::take(&mut self.memo);
         let Some(agent) = self.agent() else {
@@ -342,7 +349,7 @@ impl PaneEntry {
         let (verdict, same) = memo.verdict(catalog, agent, &self.snapshot());
         self.memo = memo;
         self.verdict = verdict;
-        self.watch_drift(now, same);
+        self.watch_drift(now, pane, same);
         let input = self.verdict.as_ref().map(|v| ScreenVerdict {
             state: match v.state {
                 RuleState::Unknown => None,
