@@ -903,12 +903,20 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
     assert!(looks >= 5, "the pipe was held at only {looks} looks");
-    // The gate samples the flood through the pipe opened again (after 2 s, then 4 s), and
-    // holds it closed again.
-    wait_for(15, "a sample of the flood, and the pipe held again", || {
-        let pauses = explain(&flood)?["flood_pauses"].as_u64()?;
-        (pauses >= 2 && held().is_some()).then_some(())
-    });
+    // At each hold's end (2 s, then 4 s) the gate looks at the terminal a moment: `yes` still
+    // writes, so the pause is held again with the pipe left closed, and no sample is taken.
+    let v = wait_for(
+        15,
+        "the pause held again twice, the pipe still closed",
+        || {
+            let v = explain(&flood)?;
+            (v["flood_holds"].as_u64()? >= 3 && held().is_some()).then_some(v)
+        },
+    );
+    assert_eq!(
+        v["flood_pauses"], 1,
+        "the pipe was opened for a sample: {v}"
+    );
     let reporter = env.path("reporter.sh");
     // The program that follows reports a moment after it starts: tmux tells its new command
     // within a second, and only then is the pipe opened again (what a new program writes in
@@ -951,6 +959,63 @@ fn a_flooding_pane_read_through_its_pipe_holds_up_nothing() {
     // Nothing of ours is left in tmux: the pipe closed, its mark gone.
     let left = tmux.cmd(&["display-message", "-p", "-t", &flood, "#{pane_pipe}"]);
     assert_eq!(left.trim(), "0", "our pipe closed at the stop");
+}
+
+/// A pane whose flood stops while its program goes on (no new command for tmux to report) has
+/// its pipe opened again at the end of a hold, once its terminal was still for a moment, not
+/// at a sample half a minute on: what it writes next, a status report, is read.
+#[test]
+fn a_flood_that_stops_is_read_again_at_the_end_of_its_hold() {
+    let mut tmux = Tmux::new();
+    let env = Env::new();
+    let mut d = Daemon::start(&env, &tmux);
+    d.wait_ready(&env, &tmux);
+    // Bash alone (builtins): about 3 s of lines, then it waits for a line typed in the pane,
+    // prints a status report and waits again; the pane's command stays `bash` throughout.
+    let flooder = env.path("flooder.sh");
+    script(
+        &flooder,
+        &format!(
+            "#!/bin/bash\nreport=$({BIN} report --app flooder --state blocked --kind permission --stdout)\n\
+             line=$(printf '%0200d' 0)\nend=$((SECONDS + 3))\n\
+             while [ $SECONDS -lt $end ]; do echo \"$line\"; done\n\
+             read -r\nprintf '%s' \"$report\"\nread -r -t 300\n"
+        ),
+    );
+    let pane = tmux.new_session("flood", Some(&flooder.display().to_string()));
+    let explain = || {
+        let (code, out, _) = env.run(&tmux, &["explain", &pane, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+        (code == 0).then_some(v)
+    };
+    wait_for(10, "the flood's pipe held closed", || {
+        (explain()?["output"] == "pipe (held closed: the pane floods)").then_some(())
+    });
+    let t0 = std::time::Instant::now();
+    // The flood ends within 3 s; the hold that covers its end (2 s or 4 s) ends, the terminal
+    // is still, and the pipe opens: well before a sample (32 s after the pause).
+    let v = wait_for(15, "the pipe opened again after the flood", || {
+        let v = explain()?;
+        (v["output"] == "pipe" && v["output_paused"] == false).then_some(v)
+    });
+    eprintln!("read again {:?} after the pipe was seen held", t0.elapsed());
+    assert_eq!(v["flood_pauses"], 1, "{v}");
+    assert_eq!(
+        tmux.cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            &pane,
+            "#{pane_current_command}"
+        ])
+        .trim(),
+        "bash",
+        "the pane's command did not change"
+    );
+    tmux.cmd(&["send-keys", "-t", &pane, "Enter"]);
+    let row = env.wait_row(&tmux, &pane, "state", "blocked", 10);
+    assert_eq!(row["source"], "status_report", "{row}");
+    d.stop();
 }
 
 /// A pane that writes as fast as tmux reads (`yes`) read through its pipe (the flood gate off,

@@ -1139,10 +1139,11 @@ fn a_held_pane_that_stopped_writing_holds_no_terminal_note_back() {
     let daemon = support::Daemon::start(&env, &tmux);
     daemon.wait_ready(&env, &tmux);
     const HELD: &str = "pipe (held closed: the pane floods)";
-    // The third hold (8 s) has begun: the gate sampled twice and found the flood each time.
+    // The third hold (8 s) has begun: the gate looked at the terminal twice at a hold's end
+    // and found the flood going on each time.
     support::wait_for(30, "the third hold of the flooding pane's pipe", || {
         let v = env.explain(&tmux, &pane);
-        (v["output"] == HELD && v["flood_pauses"].as_u64() >= Some(3)).then_some(())
+        (v["output"] == HELD && v["flood_holds"].as_u64() >= Some(3)).then_some(())
     });
     std::fs::write(&stop, "").unwrap();
     notify(&env, &tmux, &pane, "n", "after the flood");

@@ -278,13 +278,22 @@ impl Daemon {
                 self.on_pane_effects(now, id, fx);
             }
         }
-        let resumed: Vec<(PaneId, FloodAction)> = self
+        let floods: Vec<PaneId> = self
             .panes
             .due(t)
             .into_iter()
+            .filter(|id| self.panes[id].flood.next_deadline().is_some_and(|d| d <= t))
+            .collect();
+        if !floods.is_empty() {
+            // Whether a held pane still writes is known from its terminal, drained first.
+            self.take_held_writes(t);
+        }
+        let resumed: Vec<(PaneId, FloodAction)> = floods
+            .into_iter()
             .filter_map(|id| {
+                let watched = self.link.observer.as_ref().is_some_and(|o| o.held(id));
                 let p = self.panes.get_mut(&id)?;
-                p.flood.on_deadline(t).map(|a| (id, a))
+                p.flood.on_deadline(t, watched).map(|a| (id, a))
             })
             .collect();
         for (id, a) in resumed {

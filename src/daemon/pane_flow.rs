@@ -355,8 +355,9 @@ impl Daemon {
     }
 
     /// Panes whose pipe is held closed while they flood and that wrote since the last call
-    /// count as having written at `at` (the terminal notes' wait for a still window, and at
-    /// each slow tick, which keeps the kernel's queue of their events short).
+    /// count as having written at `at` (the terminal notes' wait for a still window, the flood
+    /// gates' look at whether a flood goes on, and each slow tick, which keeps the kernel's
+    /// queue of their events short).
     pub(super) fn take_held_writes(&mut self, at: Instant) {
         let wrote = self
             .link
@@ -367,6 +368,7 @@ impl Daemon {
         for id in wrote {
             if let Some(p) = self.panes.get_mut(&id) {
                 p.wrote_unseen(at);
+                p.flood.on_wrote();
             }
         }
     }

@@ -550,6 +550,7 @@ impl PaneEntry {
             "process_less": matches!(self.identity, Identity::ProcessLess { .. }),
             "output_paused": self.flood.is_paused(),
             "flood_pauses": self.flood.pauses(),
+            "flood_holds": self.flood.holds(),
             "redraw_pauses": self.redraw.pauses(),
             "classifications": self.memo.explain(),
             "screen_model": self.model.as_ref().map(ScreenModel::explain),

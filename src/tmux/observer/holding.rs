@@ -1,8 +1,9 @@
 //! Pipes held closed while their pane floods (`daemon::flood`): a pane that nothing reads (no
 //! agent, report or `THINKTERM_AGENT`) and that writes faster than the flood limit has our pipe
-//! closed ([`Piping::Held`]) between the gate's samples, so that tmux writes its bytes nowhere,
-//! and opened again for each sample. Whether it wrote meanwhile comes from its terminal
-//! ([`crate::tmux::tty_watch`]), drained when the daemon asks ([`Observer::held_wrote`]). A pane
+//! closed ([`Piping::Held`]) while it floods, so that tmux writes its bytes nowhere, and opened
+//! again when the flood is over or for one of the gate's samples. Whether it wrote meanwhile
+//! (and so whether the flood goes on) comes from its terminal ([`crate::tmux::tty_watch`]),
+//! drained when the daemon asks ([`Observer::held_wrote`]). A pane
 //! read through its control client has its copy paused there instead ([`Observer::set_output`]).
 
 use std::time::Instant;
@@ -57,7 +58,7 @@ impl Observer {
         true
     }
 
-    /// Opens `pane`'s held pipe again (for a sample of the flood, or because its bytes may
+    /// Opens `pane`'s held pipe again (the flood is over, a sample of it, or its bytes may
     /// matter now) and stops watching its terminal. A `pipe-pane` of someone else's made
     /// meanwhile is left alone: the pipe then never comes, and the pane goes to its control
     /// client as any pipe that never came.

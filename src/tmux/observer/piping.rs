@@ -61,7 +61,7 @@ pub enum Piping {
     /// Read through its control client.
     Client(ClientReason),
     /// Our pipe is closed on purpose while the pane floods and nothing reads its bytes; its
-    /// terminal is watched for writes. Reopened for each sample of the flood gate.
+    /// terminal is watched for writes. Reopened when the flood is over or for a sample of it.
     Held,
 }
 
