@@ -324,14 +324,20 @@ mod tests {
         assert_eq!(g.next_deadline(), Some(ms(t0, 9000)));
     }
 
+    /// A gate whose pane flooded at `t0`: paused, for its first hold.
+    fn flooded_at(t0: Instant) -> FloodGate {
+        let mut g = FloodGate::new(LIMIT);
+        assert_eq!(g.on_output(t0, BIG * 2, true), Some(FloodAction::Pause));
+        g
+    }
+
     /// A held pane whose terminal is watched: each hold ends with a look at whether it still
     /// writes; while it does, the pause is held again with no pipe opened, and its bytes are
     /// sampled only every SAMPLE_EVERY.
     #[test]
     fn a_watched_flood_is_held_again_while_it_writes_and_sampled_rarely() {
         let t0 = Instant::now();
-        let mut g = FloodGate::new(LIMIT);
-        assert_eq!(g.on_output(t0, BIG * 2, true), Some(FloodAction::Pause));
+        let mut g = flooded_at(t0);
         let mut resumes = Vec::new();
         let mut checks = Vec::new();
         while let Some(t) = g.next_deadline() {
@@ -359,8 +365,7 @@ mod tests {
         assert_eq!(resumes, [32_000]);
         assert_eq!((g.pauses(), g.holds()), (2, 9));
         // Before a check, a write means nothing (it is from the flood the hold was for).
-        let mut h = FloodGate::new(LIMIT);
-        assert_eq!(h.on_output(t0, BIG * 2, true), Some(FloodAction::Pause));
+        let mut h = flooded_at(t0);
         h.on_wrote();
         assert_eq!(h.on_deadline(ms(t0, 2000), true), None);
         assert_eq!(h.next_deadline(), Some(ms(t0, 2500)));
@@ -371,8 +376,7 @@ mod tests {
     #[test]
     fn a_watched_flood_that_stopped_is_read_again_after_its_hold() {
         let t0 = Instant::now();
-        let mut g = FloodGate::new(LIMIT);
-        assert_eq!(g.on_output(t0, BIG * 2, true), Some(FloodAction::Pause));
+        let mut g = flooded_at(t0);
         assert_eq!(g.on_deadline(ms(t0, 1999), true), None);
         assert_eq!(g.on_deadline(ms(t0, 2000), true), None);
         assert!(g.is_paused(), "watched for a moment, still paused");
