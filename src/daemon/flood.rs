@@ -182,12 +182,9 @@ impl FloodGate {
                 self.checking = None;
                 self.holds += 1;
                 self.hold = (self.hold * 2).min(MAX_HOLD);
-                let sample = self.paused_at.map(|at| at + SAMPLE_EVERY);
-                self.paused_until = Some(
-                    sample
-                        .map_or(now + self.hold, |s| s.min(now + self.hold))
-                        .max(now),
-                );
+                let next = now + self.hold;
+                let sample = self.paused_at.map_or(next, |at| at + SAMPLE_EVERY);
+                self.paused_until = Some(next.min(sample).max(now));
                 None
             }
             // Still (the flood is over), or a sample is due: read its bytes again.

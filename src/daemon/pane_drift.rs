@@ -11,8 +11,8 @@ use crate::rules::drift::{DriftChange, Observation};
 
 impl PaneEntry {
     /// Feeds the drift alarm with the verdict just made of pane `pane`; logs once when it is
-    /// raised or cleared. `same`: the verdict was made from the screen and title of the one before (kept by the
-    /// pane's memo), so they did not change and are not hashed again.
+    /// raised or cleared. `same`: the verdict was made from the screen and title of the one
+    /// before (kept by the pane's memo), so they did not change and are not hashed again.
     pub(super) fn watch_drift(&mut self, now: Instant, pane: PaneId, same: bool) {
         let Some(v) = &self.verdict else {
             return;
