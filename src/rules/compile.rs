@@ -176,6 +176,9 @@ impl Compiler<'_> {
                 None => regions.push((r.region, lower)),
             }
         }
+        let mut by_priority: Vec<usize> = (0..rules.len()).collect();
+        // Stable: equal priorities keep their file order (ties go to the earlier rule).
+        by_priority.sort_by_key(|&i| std::cmp::Reverse(rules[i].priority));
         Manifest {
             id,
             version: raw.version,
@@ -190,6 +193,7 @@ impl Compiler<'_> {
             fingerprints,
             rules,
             regions,
+            by_priority,
         }
     }
 

@@ -1,10 +1,14 @@
-//! The engine: every rule is evaluated on its region, the highest priority wins and ties go to
-//! the earlier rule; a known agent with no match is idle as a fallback.
+//! The engine: the highest priority rule that matches its region wins, and ties go to the
+//! earlier rule; a known agent with no match is idle as a fallback. Rules are tried from the
+//! highest priority down and the first match stops the search, so a verdict cuts only the
+//! regions of the rules it tried.
 
 use super::model::{Gate, Manifest, Rule, RuleState};
 use super::region::Region;
 use super::Snapshot;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// The outcome of classifying one snapshot.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -40,57 +44,60 @@ pub struct Evidence {
     pub excerpt: Option<String>,
 }
 
-/// Regions cut from one snapshot, each with its lowercase form.
-struct Cut {
-    regions: Vec<(Region, Option<(String, String)>)>,
+/// Regions cut from one snapshot as rules ask for them, each once, with its lowercase form
+/// when a rule on it needs one: a rule that is never evaluated costs no cut.
+struct Cut<'m, 's> {
+    manifest: &'m Manifest,
+    snap: &'m Snapshot<'s>,
+    lines: OnceCell<Vec<&'s str>>,
+    /// By the manifest's region index.
+    regions: Vec<OnceCell<Option<RegionText<'s>>>>,
 }
 
-impl Cut {
-    fn new(m: &Manifest, snap: &Snapshot<'_>) -> Cut {
-        let lines = super::region::screen_lines(snap.screen);
-        let regions = m
-            .regions
-            .iter()
-            .map(|&(r, needs_lower)| {
-                let text = r.extract_lines(snap, &lines).map(|t| {
-                    let lower = if needs_lower {
-                        t.to_lowercase()
-                    } else {
-                        String::new()
-                    };
-                    (t, lower)
-                });
-                (r, text)
+/// A region's text, and its lowercase form when a rule on it needs one (else empty).
+type RegionText<'s> = (Cow<'s, str>, String);
+
+impl<'m, 's> Cut<'m, 's> {
+    fn new(manifest: &'m Manifest, snap: &'m Snapshot<'s>) -> Self {
+        Cut {
+            manifest,
+            snap,
+            lines: OnceCell::new(),
+            regions: manifest.regions.iter().map(|_| OnceCell::new()).collect(),
+        }
+    }
+
+    fn get(&self, r: Region) -> Option<(&str, &str)> {
+        let i = self.manifest.regions.iter().position(|(k, _)| *k == r)?;
+        let needs_lower = self.manifest.regions[i].1;
+        let slot = self.regions[i].get_or_init(|| {
+            let lines = self
+                .lines
+                .get_or_init(|| super::region::screen_lines(self.snap.screen));
+            r.cut(self.snap, lines).map(|t| {
+                let lower = if needs_lower {
+                    t.to_lowercase()
+                } else {
+                    String::new()
+                };
+                (t, lower)
             })
-            .collect();
-        Cut { regions }
-    }
-
-    fn get(&self, r: Region) -> Option<&(String, String)> {
-        self.regions
-            .iter()
-            .find(|(k, _)| *k == r)
-            .and_then(|(_, v)| v.as_ref())
+        });
+        slot.as_ref().map(|(t, l)| (t.as_ref(), l.as_str()))
     }
 }
 
-fn rule_matches(rule: &Rule, cut: &Cut) -> bool {
+fn rule_matches(rule: &Rule, cut: &Cut<'_, '_>) -> bool {
     cut.get(rule.region)
         .is_some_and(|(t, l)| rule.gate.matches(t, l))
 }
 
-/// The index of the winning rule, if any matched.
-fn winner(m: &Manifest, cut: &Cut) -> Option<usize> {
-    let mut best: Option<usize> = None;
-    for (i, rule) in m.rules.iter().enumerate() {
-        if best.is_some_and(|b| m.rules[b].priority >= rule.priority) {
-            continue;
-        }
-        if rule_matches(rule, cut) {
-            best = Some(i);
-        }
-    }
-    best
+/// The index of the winning rule, if any matched: the first that matches in priority order.
+fn winner(m: &Manifest, cut: &Cut<'_, '_>) -> Option<usize> {
+    m.by_priority
+        .iter()
+        .copied()
+        .find(|&i| rule_matches(&m.rules[i], cut))
 }
 
 fn verdict_of(m: &Manifest, best: Option<usize>) -> Verdict {

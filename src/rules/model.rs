@@ -171,4 +171,7 @@ pub struct Manifest {
     /// Distinct regions the rules use, so each is cut once per snapshot, and whether any rule
     /// on it has `contains` matchers (which need the lowercase form).
     pub regions: Vec<(Region, bool)>,
+    /// The rules' indexes, highest priority first and in file order among equals: the first
+    /// that matches is the verdict.
+    pub by_priority: Vec<usize>,
 }

@@ -5,6 +5,7 @@
 //! title sent yet) is `None`, and a `None` region never matches anything, not even a `not`.
 
 use super::Snapshot;
+use std::borrow::Cow;
 use std::fmt;
 
 /// A region a rule looks at.
@@ -87,20 +88,23 @@ impl Region {
 
     /// Cuts this region out of a snapshot.
     pub fn extract(self, snap: &Snapshot<'_>) -> Option<String> {
-        self.extract_lines(snap, &screen_lines(snap.screen))
+        self.cut(snap, &screen_lines(snap.screen))
+            .map(Cow::into_owned)
     }
 
     /// Cuts this region out of a snapshot whose screen is already split by [`screen_lines`].
-    pub fn extract_lines(self, snap: &Snapshot<'_>, lines: &[&str]) -> Option<String> {
+    /// A run of whole lines that the screen holds as they are (no trailing blanks to drop) is
+    /// borrowed from it, not copied: most regions are such a run.
+    pub fn cut<'s>(self, snap: &Snapshot<'s>, lines: &[&'s str]) -> Option<Cow<'s, str>> {
         match self {
-            Region::OscTitle => return snap.osc_title.map(str::to_string),
-            Region::OscProgress => return snap.osc_progress.map(|p| p.region_text()),
+            Region::OscTitle => return snap.osc_title.map(Cow::Borrowed),
+            Region::OscProgress => return snap.osc_progress.map(|p| Cow::Owned(p.region_text())),
             _ => {}
         }
         fn non_empty(l: &&&str) -> bool {
             !l.trim().is_empty()
         }
-        let joined = |ls: &[&str]| ls.join("\n");
+        let joined = |ls: &[&'s str]| joined(snap.screen, ls);
         Some(match self {
             Region::WholeRecent => joined(lines),
             Region::BottomLines(n) => joined(&lines[lines.len().saturating_sub(n)..]),
@@ -130,11 +134,7 @@ impl Region {
             Region::AbovePromptBox => joined(&lines[..prompt_box(lines)?.0]),
             Region::LastNonEmptyAbovePromptBox => {
                 let top = prompt_box(lines)?.0;
-                lines[..top]
-                    .iter()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())?
-                    .to_string()
+                Cow::Borrowed(*lines[..top].iter().rev().find(|l| !l.trim().is_empty())?)
             }
             Region::AfterLastHorizontalRule => {
                 let r = lines.iter().rposition(|l| is_horizontal_rule(l))?;
@@ -142,9 +142,28 @@ impl Region {
             }
             Region::AfterLastPromptMarker => joined(&lines[last_prompt_marker(lines)?..]),
             Region::BeforeLastPromptMarker => joined(&lines[..last_prompt_marker(lines)?]),
-            Region::LastPromptMarkerLine => lines[last_prompt_marker(lines)?].to_string(),
+            Region::LastPromptMarkerLine => Cow::Borrowed(lines[last_prompt_marker(lines)?]),
             Region::OscTitle | Region::OscProgress => return None,
         })
+    }
+}
+
+/// `lines` joined with newlines: borrowed from `screen` when they sit there one after another,
+/// each ended by a single `\n` (lines [`screen_lines`] trimmed, or that `\r\n` ended, do not).
+fn joined<'s>(screen: &'s str, lines: &[&'s str]) -> Cow<'s, str> {
+    let (Some(first), Some(last)) = (lines.first(), lines.last()) else {
+        return Cow::Borrowed("");
+    };
+    let offset = |l: &str| (l.as_ptr() as usize).wrapping_sub(screen.as_ptr() as usize);
+    let bytes = screen.as_bytes();
+    let in_a_row = lines.windows(2).all(|w| {
+        let end = offset(w[0]).wrapping_add(w[0].len());
+        bytes.get(end) == Some(&b'\n') && offset(w[1]) == end + 1
+    });
+    let (start, end) = (offset(first), offset(last).wrapping_add(last.len()));
+    match screen.get(start..end).filter(|_| in_a_row) {
+        Some(run) => Cow::Borrowed(run),
+        None => Cow::Owned(lines.join("\n")),
     }
 }
 
@@ -232,6 +251,44 @@ mod tests {
         assert!(Region::parse("bottom_lines(0)").is_err());
         assert!(Region::parse("bottom_lines(x)").is_err());
         assert!(Region::parse("middle").is_err());
+    }
+
+    #[test]
+    fn runs_of_whole_lines_are_borrowed_and_the_rest_copied() {
+        let snap = |screen| Snapshot {
+            screen,
+            osc_title: None,
+            osc_progress: None,
+        };
+        let s = snap("top\n────────\n❯ x\n────────\nfoot a\nfoot b\n\n");
+        let lines = screen_lines(s.screen);
+        let cut = Region::AfterLastHorizontalRule.cut(&s, &lines);
+        assert!(
+            matches!(cut, Some(Cow::Borrowed("foot a\nfoot b"))),
+            "{cut:?}"
+        );
+        let cut = Region::LastPromptMarkerLine.cut(&s, &lines);
+        assert!(matches!(cut, Some(Cow::Borrowed("❯ x"))), "{cut:?}");
+        // Trailing blanks and `\r\n` are not in the region: copied without them.
+        let s = snap("top  \nfoot a\r\nfoot b\n");
+        let lines = screen_lines(s.screen);
+        let cut = Region::WholeRecent.cut(&s, &lines);
+        assert!(
+            matches!(&cut, Some(Cow::Owned(t)) if t == "top\nfoot a\nfoot b"),
+            "{cut:?}"
+        );
+        // Lines that are not next to each other: copied.
+        let s = snap("a\n\nb\n");
+        let lines = screen_lines(s.screen);
+        let cut = Region::BottomNonEmptyLines(2).cut(&s, &lines);
+        assert!(
+            matches!(&cut, Some(Cow::Owned(t)) if t == "a\nb"),
+            "{cut:?}"
+        );
+        assert_eq!(
+            Region::BottomLines(3).cut(&s, &lines).as_deref(),
+            Some("a\n\nb")
+        );
     }
 
     #[test]
