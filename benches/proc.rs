@@ -11,7 +11,8 @@
 //!   on two panes of a private tmux server: `bash` running `sleep 300 | cat` (3 processes) and
 //!   `bash` running a `sh` that started 40 `sleep`s (42 processes, near `MAX_PROCS`).
 //!
-//! The daemon makes the cheap look with hand-written reads and the probe through the `procfs`
+//! The daemon makes the cheap look with hand-written reads of files each pane keeps open
+//! (`kept look`; `look` opens them by path each time, as it did before) and the probe through the `procfs`
 //! crate; for comparison the bench also makes the cheap look through procfs (`procfs tpgid`,
 //! `procfs children`, and `procfs look`: one `Process` for both files) and parses the
 //! hand-written `stat` read with procfs's `Stat::from_read` (`tpgid procfs parse`). The figures
@@ -37,6 +38,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use thinkterm_sidecar::process::foreground;
+use thinkterm_sidecar::process::look_files::LookFiles;
 
 // ---------------------------------------------------------------------------------------------
 // Allocations per call.
@@ -75,6 +77,15 @@ type Call = fn(u32);
 
 fn look(pid: u32) {
     black_box(foreground::look(pid));
+}
+
+/// The cheap look the daemon makes: through the files a pane keeps open
+/// (`process::look_files`), one per thread here as one per pane there.
+fn kept_look(pid: u32) {
+    thread_local! {
+        static FILES: std::cell::RefCell<LookFiles> = std::cell::RefCell::default();
+    }
+    FILES.with_borrow_mut(|f| black_box(f.look(pid)));
 }
 
 /// The cheap look through procfs, for comparison with the hand-written reads the daemon uses:
@@ -136,6 +147,7 @@ fn calls() -> Vec<(&'static str, Call)> {
             black_box(foreground::main_children(p));
         }),
         ("look", look),
+        ("kept look", kept_look),
         ("read_proc", |p| {
             black_box(foreground::read_proc(p));
         }),

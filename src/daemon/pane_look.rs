@@ -1,5 +1,6 @@
 //! When the daemon looks at a pane's foreground between probes: a cheap look
-//! ([`foreground::Look`]: the first process's `stat` and children, the job leader's `stat`)
+//! ([`crate::process::foreground::Look`]: the first process's `stat` and children, the job
+//! leader's `stat`)
 //! tells whether a full probe could find anything new, and output asks for one a moment after
 //! it, not too often. With pipes this is how a program started in a pane of any session is
 //! seen (tmux's world subscription no longer reads every pane's command:
@@ -8,7 +9,6 @@
 use std::time::Instant;
 
 use super::{program, PaneEntry};
-use crate::process::foreground;
 
 /// Output leads to a look at the foreground of a pane where an agent runs at most this often
 /// (an agent draws all the time it works; what follows it is a shell's prompt). An agent that
@@ -24,17 +24,18 @@ pub const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(250
 pub const LOOK_AFTER_OUTPUT: std::time::Duration = std::time::Duration::from_millis(100);
 
 impl PaneEntry {
-    /// A cheap look at the pane ([`foreground::look`]: two or three small reads): true when a
-    /// full probe could find nothing new, because the foreground job, its leader's name and
-    /// the first process's children are those seen last, and either this is not the `slow`
-    /// timer or the pane's first process itself is in the foreground (another member of a job
-    /// can `exec` a program, so the slow timer probes programs fully). A pane with a
-    /// `THINKTERM_AGENT` value is always probed: its authority depends on time.
+    /// A cheap look at the pane ([`crate::process::foreground::look`] through its kept files:
+    /// two or three `pread`s): true when a full probe could find nothing new, because the
+    /// foreground job, its leader's name and the first process's children are those seen last,
+    /// and either this is not the `slow` timer or the pane's first process itself is in the
+    /// foreground (another member of a job can `exec` a program, so the slow timer probes
+    /// programs fully). A pane with a `THINKTERM_AGENT` value is always probed: its authority
+    /// depends on time.
     pub fn unchanged(&mut self, now: Instant, slow: bool) -> bool {
         if self.looked_at.is_none() || self.signals.user_var().is_some() {
             return false;
         }
-        let look = foreground::look(self.pid);
+        let look = self.look_files.look(self.pid);
         let same = (!slow || self.fg.at_shell || self.fg.tpgid.is_none()) && look == self.look;
         if look.tpgid != self.fg.tpgid {
             // Another job: the old program's value goes now, before the probe answers.

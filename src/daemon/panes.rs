@@ -25,6 +25,7 @@ use crate::pane::{
 };
 use crate::process::foreground::{Foreground, Look};
 use crate::process::identify::{program_name, Identity, IdentityTable};
+use crate::process::look_files::LookFiles;
 use crate::rules::drift::Drift;
 use crate::rules::{Catalog, RuleState, Snapshot, Verdict};
 use crate::state::Subtask;
@@ -78,8 +79,9 @@ pub struct PaneEntry {
     pub agent_version: Option<String>,
     /// The screen and title the drift alarm saw last (a hash: it counts changes).
     pub(super) drift_seen: u64,
-    /// The cheap look at the last probe or look (see `unchanged`).
+    /// The cheap look at the last probe or look (see `unchanged`), and the files it reads.
     look: Look,
+    look_files: LookFiles,
     /// The first output not yet followed by a look at the foreground (see [`Self::look_due`]).
     unlooked_output: Option<Instant>,
     /// That output came after a quiet as long as the pane's look rate (`look_every`): its look
@@ -149,6 +151,7 @@ impl PaneEntry {
             agent_version: None,
             drift_seen: 0,
             look: Look::default(),
+            look_files: LookFiles::default(),
             unlooked_output: None,
             burst_began: false,
             var_since_look: false,

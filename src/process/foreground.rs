@@ -17,7 +17,8 @@
 //!   single read of each file: it runs on the daemon's loop for each pane with output (at most
 //!   every 250 ms per pane, every two seconds where an agent runs) and for every pane on the 10 s
 //!   timer, and procfs makes it half again slower with twice the system calls and four to five
-//!   times the allocations (figures below).
+//!   times the allocations (figures below). The daemon's panes make it through files they
+//!   keep open ([`super::look_files`]); [`look`] opens them by path.
 //!
 //! `cargo bench --bench proc`, medians of 5 runs on the 2-core machine with other builds
 //! running; system calls per call from `strace -c`, allocations from a counting allocator:
@@ -81,7 +82,7 @@ impl Foreground {
 
 /// Room for a `/proc` file in one read: `stat` is a few hundred bytes, a long `cmdline` a few
 /// kilobytes (the buffer grows for longer ones).
-const PROC_READ: usize = 4096;
+pub(crate) const PROC_READ: usize = 4096;
 
 /// Reads the rest of a `/proc` file with as few system calls as it takes: procfs reports a size
 /// of 0, which makes `read_to_end` ask the size (`statx`, `lseek`) and start with a 32-byte
@@ -121,7 +122,11 @@ pub fn tpgid(pane_pid: u32) -> Option<u32> {
 /// `tpgid` of its terminal, from one read of its `stat`.
 fn stat_name_tpgid(pid: u32) -> Option<(Vec<u8>, Option<u32>)> {
     let f = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
-    let stat = read_all(f)?;
+    name_tpgid(&read_all(f)?)
+}
+
+/// The name and `tpgid` in the text of a `stat` file.
+pub(crate) fn name_tpgid(stat: &[u8]) -> Option<(Vec<u8>, Option<u32>)> {
     // The name can hold spaces and parentheses: the fields start after the last ')'.
     let open = stat.iter().position(|&b| b == b'(')?;
     let close = stat.iter().rposition(|&b| b == b')')?;

@@ -3,4 +3,5 @@
 
 pub mod foreground;
 pub mod identify;
+pub mod look_files;
 pub mod version;
