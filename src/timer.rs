@@ -8,8 +8,12 @@
 //! cost a wake-up that did nothing (measured: one every 64 ms under five drawing agents).
 //! Falls back to tokio's timer where no `timerfd` can be made.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use rustix::time::{
@@ -17,7 +21,7 @@ use rustix::time::{
     TimerfdFlags, TimerfdTimerFlags, Timespec,
 };
 use tokio::net::unix::pipe;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 /// A waiter counts as woken when its instant is at most this far ahead of the clock: the
 /// `timerfd` and [`Instant`] read the same clock at slightly different moments.
@@ -31,13 +35,31 @@ pub struct Timer {
 
 #[derive(Debug)]
 struct Inner {
-    /// Instants waited for, with how many wait for each.
-    wanted: Mutex<BTreeMap<Instant, usize>>,
+    state: Mutex<State>,
     /// Told when an instant earlier than the armed one is wanted.
     earlier: Notify,
-    /// The latest instant reached (every waiter at or before it may go), or that the timer
-    /// broke (every waiter falls back to tokio's timer).
-    reached: watch::Sender<Reached>,
+}
+
+/// What the timer task and its waiters share.
+#[derive(Debug, Default)]
+struct State {
+    /// The waits, by instant and a number of their own, each with its task's waker: a
+    /// wake-up wakes the tasks whose instants came, and no other.
+    wanted: BTreeMap<(Instant, u64), Waker>,
+    /// The last number given to a wait.
+    last_id: u64,
+    /// The latest instant reached (every waiter at or before it may go).
+    reached: Option<Instant>,
+    /// How many waits the wake-up that reached it let go.
+    company: usize,
+    /// The timer broke: every waiter falls back to tokio's timer.
+    broken: bool,
+}
+
+impl Inner {
+    fn state(&self) -> Option<MutexGuard<'_, State>> {
+        self.state.lock().ok()
+    }
 }
 
 impl Timer {
@@ -54,15 +76,12 @@ impl Timer {
         .and_then(pipe::Receiver::from_owned_fd_unchecked);
         match fd {
             Ok(fd) => {
-                let (reached, _) = watch::channel(Reached {
-                    at: Instant::now(),
-                    broken: false,
-                    company: 0,
-                });
                 let inner = Arc::new(Inner {
-                    wanted: Mutex::default(),
+                    state: Mutex::new(State {
+                        reached: Some(Instant::now()),
+                        ..State::default()
+                    }),
                     earlier: Notify::new(),
-                    reached,
                 });
                 tokio::spawn(run(fd, inner.clone()));
                 Timer { inner: Some(inner) }
@@ -85,18 +104,17 @@ impl Timer {
             tokio::time::sleep_until(at.into()).await;
             return;
         };
-        let mut reached = inner.reached.subscribe();
-        let now = *reached.borrow();
-        if now.at >= at || at <= Instant::now() {
+        if at <= Instant::now() {
             return;
         }
-        if !now.broken {
-            let _wait = Wait::new(inner, at);
-            // The sender lives as long as `inner`, which we hold.
-            let _ = reached.wait_for(|r| r.broken || r.at >= at).await;
+        let broken = Wait {
+            inner,
+            at,
+            id: None,
         }
+        .await;
         // A broken timerfd must not leave anyone waiting forever.
-        if reached.borrow().broken {
+        if broken {
             tokio::time::sleep_until(at.into()).await;
         }
     }
@@ -108,10 +126,10 @@ impl Timer {
     /// of a grid or for its own event learns whether waiting on the grid joins wake-ups the
     /// process makes anyway. False with tokio's timer.
     pub fn woke_in_company(&self, at: Instant) -> bool {
-        self.inner.as_ref().is_some_and(|inner| {
-            let r = *inner.reached.borrow();
-            r.at >= at && r.company >= 2
-        })
+        self.inner
+            .as_ref()
+            .and_then(|inner| inner.state())
+            .is_some_and(|s| s.reached.is_some_and(|r| r >= at) && s.company >= 2)
     }
 
     /// `fut`'s output, or `None` when it takes longer than `limit`. The limit is one of this
@@ -131,43 +149,56 @@ impl Timer {
     }
 }
 
-/// What the timer task tells its waiters.
-#[derive(Clone, Copy, Debug)]
-struct Reached {
-    at: Instant,
-    broken: bool,
-    /// How many waits the wake-up that reached `at` let go.
-    company: usize,
-}
-
-/// One registered wait; deregisters when dropped.
+/// One wait for an instant: registered with its task's waker at its first poll, gone from the
+/// wanted set when dropped. Its output says whether the timer broke.
 struct Wait<'a> {
     inner: &'a Inner,
     at: Instant,
+    id: Option<u64>,
 }
 
-impl<'a> Wait<'a> {
-    fn new(inner: &'a Inner, at: Instant) -> Wait<'a> {
-        if let Ok(mut w) = inner.wanted.lock() {
-            let first = w.keys().next().is_none_or(|f| at < *f);
-            *w.entry(at).or_insert(0) += 1;
-            if first {
-                inner.earlier.notify_one();
+impl Future for Wait<'_> {
+    type Output = bool;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        let at = self.at;
+        let Some(mut s) = self.inner.state() else {
+            return Poll::Ready(true);
+        };
+        if s.broken || s.reached.is_some_and(|r| r >= at) {
+            return Poll::Ready(s.broken);
+        }
+        let id = match self.id {
+            Some(id) => id,
+            None => {
+                s.last_id += 1;
+                s.last_id
+            }
+        };
+        let first = s.wanted.keys().next().is_none_or(|f| at < f.0);
+        match s.wanted.entry((at, id)) {
+            Entry::Occupied(mut e) => {
+                if !e.get().will_wake(cx.waker()) {
+                    e.insert(cx.waker().clone());
+                }
+            }
+            Entry::Vacant(e) => {
+                e.insert(cx.waker().clone());
+                if first {
+                    self.inner.earlier.notify_one();
+                }
             }
         }
-        Wait { inner, at }
+        drop(s);
+        self.id = Some(id);
+        Poll::Pending
     }
 }
 
 impl Drop for Wait<'_> {
     fn drop(&mut self) {
-        if let Ok(mut w) = self.inner.wanted.lock() {
-            if let Some(n) = w.get_mut(&self.at) {
-                *n -= 1;
-                if *n == 0 {
-                    w.remove(&self.at);
-                }
-            }
+        if let (Some(id), Some(mut s)) = (self.id, self.inner.state()) {
+            s.wanted.remove(&(self.at, id));
         }
     }
 }
@@ -176,14 +207,12 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
     let mut armed: Option<Instant> = None;
     loop {
         let first = shared
-            .wanted
-            .lock()
-            .ok()
-            .and_then(|w| w.keys().next().copied());
+            .state()
+            .and_then(|s| s.wanted.keys().next().map(|k| k.0));
         if first != armed {
             if arm(&fd, first).is_err() {
                 tracing::warn!("cannot set the timerfd: using tokio's timer");
-                shared.reached.send_modify(|r| r.broken = true);
+                break_down(&shared);
                 return;
             }
             armed = first;
@@ -191,7 +220,7 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
         tokio::select! {
             ready = fd.readable() => {
                 if ready.is_err() {
-                    shared.reached.send_modify(|r| r.broken = true);
+                    break_down(&shared);
                     return;
                 }
                 // Reading resets the expiry count; reading on to `WouldBlock` lets the runtime
@@ -215,26 +244,32 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
 }
 
 /// Lets every waiter at or before `now` go: they leave the wanted set at once, so the timer is
-/// armed next for an instant someone still waits for.
+/// armed next for an instant someone still waits for. Only their tasks are woken.
 fn release(shared: &Inner, now: Instant) {
-    let Ok(mut wanted) = shared.wanted.lock() else {
+    let Some(mut s) = shared.state() else {
         return;
     };
-    let later = wanted.split_off(&now);
-    let due = wanted.keys().next_back().copied();
-    let company = wanted.values().sum();
-    *wanted = later;
-    drop(wanted);
-    if let Some(t) = due {
-        shared.reached.send_if_modified(|r| {
-            let moved = t > r.at;
-            if moved {
-                r.at = t;
-                r.company = company;
-            }
-            moved
-        });
+    let later = s.wanted.split_off(&(now, 0));
+    let due = std::mem::replace(&mut s.wanted, later);
+    if let Some(&(t, _)) = due.keys().next_back() {
+        if s.reached.is_none_or(|r| t > r) {
+            s.reached = Some(t);
+            s.company = due.len();
+        }
     }
+    drop(s);
+    due.into_values().for_each(Waker::wake);
+}
+
+/// The timer broke: every waiter, now and later, uses tokio's timer.
+fn break_down(shared: &Inner) {
+    let Some(mut s) = shared.state() else {
+        return;
+    };
+    s.broken = true;
+    let all = std::mem::take(&mut s.wanted);
+    drop(s);
+    all.into_values().for_each(Waker::wake);
 }
 
 /// Sets the `timerfd` to fire at `at` (never, for `None`).
@@ -323,6 +358,50 @@ mod tests {
         });
     }
 
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A future that counts how often it is polled.
+    struct Counted<F> {
+        fut: Pin<Box<F>>,
+        polls: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl<F: Future> Future for Counted<F> {
+        type Output = F::Output;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+            self.polls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.fut.as_mut().poll(cx)
+        }
+    }
+
+    #[test]
+    fn a_wake_up_wakes_only_the_waits_whose_instant_came() {
+        rt().block_on(async {
+            let timer = Timer::start();
+            let t0 = Instant::now();
+            let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let late = tokio::spawn(Counted {
+                fut: Box::pin({
+                    let timer = timer.clone();
+                    async move { timer.sleep_until(t0 + Duration::from_millis(300)).await }
+                }),
+                polls: polls.clone(),
+            });
+            // Three earlier wake-ups while the late wait waits.
+            for ms in [20, 40, 60] {
+                timer.sleep_until(t0 + Duration::from_millis(ms)).await;
+            }
+            let between = polls.load(std::sync::atomic::Ordering::Relaxed);
+            late.await.expect("the task ran");
+            assert_eq!(between, 1, "polled only when it first waited");
+            assert_eq!(polls.load(std::sync::atomic::Ordering::Relaxed), 2);
+        });
+    }
+
     #[test]
     fn a_wait_learns_whether_its_wake_up_let_another_wait_go() {
         rt().block_on(async {
@@ -356,7 +435,7 @@ mod tests {
             let at = Instant::now() + Duration::from_millis(10);
             let _ = tokio::time::timeout(Duration::from_millis(1), timer.sleep_until(at)).await;
             let inner = timer.inner.as_ref().expect("a timerfd here");
-            assert!(inner.wanted.lock().expect("not poisoned").is_empty());
+            assert!(inner.state().expect("not poisoned").wanted.is_empty());
             // A later wait still works after the abandoned one.
             timer.sleep_until(at + Duration::from_millis(5)).await;
             assert!(Instant::now() + EARLY >= at + Duration::from_millis(5));
@@ -385,7 +464,7 @@ mod tests {
             };
             tokio::task::yield_now().await;
             let inner = timer.inner.as_ref().expect("a timerfd here");
-            inner.reached.send_modify(|r| r.broken = true);
+            break_down(inner);
             tokio::time::timeout(Duration::from_secs(2), waiter)
                 .await
                 .expect("the waiter still wakes")
