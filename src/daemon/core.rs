@@ -152,7 +152,7 @@ impl Daemon {
             config_path,
             rules,
             link: Link::new(now),
-            panes: PaneMap::default(),
+            panes: PaneMap::new(pacing.reads()),
             captures,
             prober,
             windows: Windows::default(),
@@ -244,7 +244,7 @@ impl Daemon {
             .panes
             .due(t)
             .into_iter()
-            .filter(|id| self.panes[id].look_due().is_some_and(|d| d <= t))
+            .filter(|id| self.panes.look_due(id).is_some_and(|d| d <= t))
             .collect();
         for id in look {
             if self

@@ -14,10 +14,14 @@ use std::time::Instant;
 
 use super::panes::PaneEntry;
 use crate::ids::PaneId;
+use crate::tmux::grid::Grid;
 
 /// The panes, and when each is next due.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PaneMap {
+    /// The grid pipes are read on, where the looks that a pane's writing asks for land
+    /// ([`PaneEntry::look_due`]).
+    grid: Grid,
     map: HashMap<PaneId, PaneEntry>,
     /// Each pane's earliest deadline as last computed (panes with one only)...
     due: HashMap<PaneId, Instant>,
@@ -36,18 +40,40 @@ impl Deref for PaneMap {
 }
 
 /// A pane's earliest deadline.
-fn deadline(p: &PaneEntry) -> Option<Instant> {
+fn deadline(p: &PaneEntry, grid: Grid) -> Option<Instant> {
     [
         p.tracker.next_deadline(),
         p.flood.next_deadline(),
-        p.look_due(),
+        p.look_due(grid),
     ]
     .into_iter()
     .flatten()
     .min()
 }
 
+impl Default for PaneMap {
+    fn default() -> PaneMap {
+        PaneMap::new(Grid::off())
+    }
+}
+
 impl PaneMap {
+    /// No panes yet; their looks land on `grid`.
+    pub fn new(grid: Grid) -> PaneMap {
+        PaneMap {
+            grid,
+            map: HashMap::new(),
+            due: HashMap::new(),
+            order: BTreeSet::new(),
+            changed: Vec::new(),
+        }
+    }
+
+    /// When `pane`'s output asks for a look at its foreground ([`PaneEntry::look_due`]).
+    pub fn look_due(&self, pane: &PaneId) -> Option<Instant> {
+        self.map.get(pane)?.look_due(self.grid)
+    }
+
     /// The pane, to change (its deadline is computed again before the next question).
     pub fn get_mut(&mut self, id: &PaneId) -> Option<&mut PaneEntry> {
         let p = self.map.get_mut(id)?;
@@ -96,7 +122,7 @@ impl PaneMap {
     /// Computes the deadlines of the panes changed since.
     fn refresh(&mut self) {
         for id in std::mem::take(&mut self.changed) {
-            let now = self.map.get(&id).and_then(deadline);
+            let now = self.map.get(&id).and_then(|p| deadline(p, self.grid));
             let was = match now {
                 Some(at) => self.due.insert(id, at),
                 None => self.due.remove(&id),
@@ -124,12 +150,12 @@ mod tests {
     #[test]
     fn deadlines_follow_every_change_made_through_the_map() {
         let t0 = Instant::now();
-        let mut m = PaneMap::default();
+        let mut m = PaneMap::new(Grid::new(t0, Duration::from_micros(87_500)));
         let walk = |m: &PaneMap, t: Instant| {
             let mut v: Vec<(Instant, PaneId)> = m
                 .values()
                 .zip(m.keys())
-                .filter_map(|(p, id)| deadline(p).filter(|d| *d <= t).map(|d| (d, *id)))
+                .filter_map(|(p, id)| deadline(p, m.grid).filter(|d| *d <= t).map(|d| (d, *id)))
                 .collect();
             v.sort();
             v.into_iter().map(|(_, id)| id).collect::<Vec<_>>()
@@ -144,11 +170,7 @@ mod tests {
         // Output asks for a look a moment later: the pane is due then, and first.
         let later = t0 + Duration::from_millis(5);
         m.get_mut(&PaneId(1)).unwrap().wrote_unseen(later);
-        let look = m
-            .get(&PaneId(1))
-            .unwrap()
-            .look_due()
-            .expect("a look is due");
+        let look = m.look_due(&PaneId(1)).expect("a look is due");
         assert_eq!(m.next_deadline(), Some(base.map_or(look, |b| b.min(look))));
         assert!(m.due(look).contains(&PaneId(1)));
         assert_eq!(m.due(look), walk(&m, look));

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::tmux::escape::Escaped;
+use crate::tmux::grid::Grid;
 use base64::Engine as _;
 use proptest::prelude::*;
 use std::time::Duration;
@@ -132,27 +133,28 @@ fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
     let t = Instant::now();
     let ms = |n: u64| t + Duration::from_millis(n);
     let at = |n: u64| Now::fake(ms(n), 1_000_000);
+    let off = Grid::off();
     // This process stands for the pane's first process: its look reads real files.
     let mut p = PaneEntry::new(std::process::id(), t, 0);
-    assert_eq!(p.look_due(), None, "nothing written, nothing to look at");
+    assert_eq!(p.look_due(off), None, "nothing written, nothing to look at");
     p.on_output(at(0), &PaneBytes::Raw(b"sleep 300\r\n".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(100)), "from the first output on");
+    assert_eq!(p.look_due(off), Some(ms(100)), "from the first output on");
     // Never probed: the look asks for a probe.
     assert!(p.look_after_output(ms(100)));
-    assert_eq!(p.look_due(), None, "the output it covers is done with");
+    assert_eq!(p.look_due(off), None, "the output it covers is done with");
     // Output goes on: the next look comes 250 ms after the last.
     p.on_output(at(150), &PaneBytes::Raw(b"x".to_vec()), true);
     p.on_output(at(300), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(350)));
+    assert_eq!(p.look_due(off), Some(ms(350)));
     // Output just before a look is not covered by it: another look follows.
     p.on_output(at(340), &PaneBytes::Raw(b"x".to_vec()), true);
     p.look_after_output(ms(350));
-    assert_eq!(p.look_due(), Some(ms(600)));
+    assert_eq!(p.look_due(off), Some(ms(600)));
     p.look_after_output(ms(600));
-    assert_eq!(p.look_due(), None);
+    assert_eq!(p.look_due(off), None);
     // Output after 250 ms of quiet (a command line's Enter) is looked after at once.
     p.on_output(at(700), &PaneBytes::Raw(b"\r\n".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(800)));
+    assert_eq!(p.look_due(off), Some(ms(800)));
     p.look_after_output(ms(800));
     // Where an agent runs (it draws all the time it works), every two seconds.
     p.identity = Identity::Agent {
@@ -160,13 +162,22 @@ fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
         pid: 1,
     };
     p.on_output(at(850), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(2800)));
+    assert_eq!(p.look_due(off), Some(ms(2800)));
     p.look_after_output(ms(2800));
     p.on_output(at(3000), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(3100)), "after two seconds of quiet");
+    assert_eq!(
+        p.look_due(off),
+        Some(ms(3100)),
+        "after two seconds of quiet"
+    );
+    // On the grid pipes are read on: the next instant at or after it (36 × 87.5 ms).
+    let grid = Grid::new(t, Duration::from_micros(87_500));
+    assert_eq!(p.look_due(grid), Some(t + Duration::from_micros(3_150_000)));
     p.look_after_output(ms(3100));
     p.on_output(at(3500), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(p.look_due(), Some(ms(5100)));
+    assert_eq!(p.look_due(off), Some(ms(5100)));
+    // 59 × 87.5 ms.
+    assert_eq!(p.look_due(grid), Some(t + Duration::from_micros(5_162_500)));
     // A `THINKTERM_AGENT` value makes every look a full probe: every two seconds, too.
     let mut q = PaneEntry::new(std::process::id(), t, 0);
     let value = base64::engine::general_purpose::STANDARD.encode("v1;agent=tool;state=working");
@@ -175,5 +186,5 @@ fn output_asks_for_a_look_a_moment_later_and_not_too_often() {
     assert!(q.signals.user_var().is_some());
     q.look_after_output(ms(100));
     q.on_output(at(200), &PaneBytes::Raw(b"x".to_vec()), true);
-    assert_eq!(q.look_due(), Some(ms(2100)));
+    assert_eq!(q.look_due(Grid::off()), Some(ms(2100)));
 }
