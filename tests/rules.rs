@@ -411,6 +411,42 @@ fn one(manifest: &str, screen: &str, title: Option<&str>) -> thinkterm_sidecar::
         .unwrap()
 }
 
+/// The rule memo gives the verdicts the rules give: every recorded frame of every agent, in
+/// order, each twice and then all again, classified with one memo per agent, as a pane's looks
+/// are; rules whose region did not change are answered from it.
+#[test]
+fn the_rule_memo_gives_the_rules_verdicts_on_every_recorded_frame() {
+    let c = Catalog::bundled();
+    let mut reused = 0;
+    for dir in fixtures::version_dirs("agents") {
+        let agent = dir.parent().unwrap().file_name().unwrap().to_string_lossy();
+        let agent = agent.trim_end_matches("-cli").to_string();
+        let mut frames: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+            .collect();
+        frames.sort();
+        let screens: Vec<String> = frames
+            .iter()
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        let mut memo = thinkterm_sidecar::rules::eval::RuleMemo::default();
+        let order = screens.iter().flat_map(|s| [s, s]).chain(&screens);
+        for screen in order {
+            let s = snap(screen);
+            assert_eq!(
+                c.classify_with(&agent, &s, &mut memo),
+                c.classify(&agent, &s),
+                "{} ({agent})",
+                dir.display()
+            );
+        }
+        reused += memo.reused();
+    }
+    assert!(reused > 0, "no rule was answered from the memo");
+}
+
 #[test]
 fn semantics_priority_ties_matchers_and_absent_regions() {
     let m = r#"

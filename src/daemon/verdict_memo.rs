@@ -11,12 +11,18 @@
 //! ([`VerdictMemo::forget`]).
 
 use crate::osc::progress::Progress;
+use crate::rules::eval::RuleMemo;
 use crate::rules::{Catalog, Snapshot, Verdict};
 
 /// One pane's last verdict and its inputs (the screen aside).
 #[derive(Debug, Default)]
 pub struct VerdictMemo {
     kept: Option<Kept>,
+    /// What each rule found on its region last time, and the catalog generation and agent it
+    /// belongs to: a screen that changed is classified again, but only the rules whose region
+    /// changed are matched again.
+    rules: RuleMemo,
+    rules_for: Option<(u64, String)>,
     /// Classifications run, and verdicts taken from the memo instead (for `explain`).
     runs: u64,
     reused: u64,
@@ -58,7 +64,15 @@ impl VerdictMemo {
             return (k.verdict.clone(), true);
         }
         self.runs += 1;
-        let verdict = catalog.classify(agent, snap);
+        if self
+            .rules_for
+            .as_ref()
+            .is_none_or(|(g, a)| *g != generation || a != agent)
+        {
+            self.rules.clear();
+            self.rules_for = Some((generation, agent.to_string()));
+        }
+        let verdict = catalog.classify_with(agent, snap, &mut self.rules);
         self.kept = Some(Kept {
             generation,
             agent: agent.to_string(),
@@ -69,9 +83,14 @@ impl VerdictMemo {
         (verdict, false)
     }
 
-    /// Classifications run and verdicts reused, for `explain`.
+    /// Classifications run and verdicts reused, and rules answered from the rule memo, for
+    /// `explain`.
     pub fn explain(&self) -> serde_json::Value {
-        serde_json::json!({ "run": self.runs, "reused": self.reused })
+        serde_json::json!({
+            "run": self.runs,
+            "reused": self.reused,
+            "rules_reused": self.rules.reused(),
+        })
     }
 }
 
@@ -139,6 +158,13 @@ mod tests {
         let (_, kept) = memo.verdict(&clone, "codex", &idle);
         assert!(kept, "a clone classifies alike");
 
-        assert_eq!(memo.explain(), serde_json::json!({"run": 5, "reused": 2}));
+        // Rules answered from the rule memo: 4 when only the title changed (the bottom line,
+        // the whole screen, the footer and the status above the box, which decides), 2 on the
+        // idle screen (its bottom line and footer are the working screen's); none for the
+        // other agent or the reloaded catalog, whose memo starts empty.
+        assert_eq!(
+            memo.explain(),
+            serde_json::json!({"run": 5, "reused": 2, "rules_reused": 6})
+        );
     }
 }

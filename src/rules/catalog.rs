@@ -309,6 +309,19 @@ impl Catalog {
         eval::classify(&self.entry(id)?.manifest, snap)
     }
 
+    /// [`Catalog::classify`], with `memo` answering the rules whose region did not change
+    /// ([`eval::RuleMemo`]: it must have been used for this agent and this catalog's
+    /// generation only).
+    pub fn classify_with(
+        &self,
+        agent: &str,
+        snap: &Snapshot<'_>,
+        memo: &mut eval::RuleMemo,
+    ) -> Option<Verdict> {
+        let id = self.resolve(agent)?;
+        eval::classify_with(&self.entry(id)?.manifest, snap, memo)
+    }
+
     /// Classifies and explains.
     pub fn explain(&self, agent: &str, snap: &Snapshot<'_>) -> Explanation {
         let entry = self.resolve(agent).and_then(|id| self.entry(id));

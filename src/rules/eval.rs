@@ -92,12 +92,22 @@ fn rule_matches(rule: &Rule, cut: &Cut<'_, '_>) -> bool {
         .is_some_and(|(t, l)| rule.gate.matches(t, l))
 }
 
-/// The index of the winning rule, if any matched: the first that matches in priority order.
-fn winner(m: &Manifest, cut: &Cut<'_, '_>) -> Option<usize> {
-    m.by_priority
-        .iter()
-        .copied()
-        .find(|&i| rule_matches(&m.rules[i], cut))
+/// The index of the winning rule, if any matched: the first in priority order whose region
+/// exists and for which `matches(index, text, lowercase text)` holds.
+fn winner(
+    m: &Manifest,
+    cut: &Cut<'_, '_>,
+    mut matches: impl FnMut(usize, &str, &str) -> bool,
+) -> Option<usize> {
+    m.by_priority.iter().copied().find(|&i| {
+        cut.get(m.rules[i].region)
+            .is_some_and(|(t, l)| matches(i, t, l))
+    })
+}
+
+/// Whether rule `i` holds on a region's text and its lowercase form.
+fn holds(m: &Manifest) -> impl Fn(usize, &str, &str) -> bool + '_ {
+    |i, t, l| m.rules[i].gate.matches(t, l)
 }
 
 fn verdict_of(m: &Manifest, best: Option<usize>) -> Verdict {
@@ -126,7 +136,60 @@ pub fn classify(m: &Manifest, snap: &Snapshot<'_>) -> Option<Verdict> {
         return None;
     }
     let cut = Cut::new(m, snap);
-    Some(verdict_of(m, winner(m, &cut)))
+    Some(verdict_of(m, winner(m, &cut, holds(m))))
+}
+
+/// What each rule of one manifest found on the text of its region the last time it was tried,
+/// so that a rule whose region did not change since is not matched again: an agent at work
+/// changes its spinner line, which is in `whole_recent`, and not its footer or bottom line,
+/// whose rules then cost a comparison of a line or two. The verdict is the one
+/// [`classify`] gives: a rule's match depends on its region's text alone.
+#[derive(Debug, Default)]
+pub struct RuleMemo {
+    /// By rule index: the region text last matched and whether the rule matched it.
+    seen: Vec<Option<(String, bool)>>,
+    /// Rules whose answer was taken from here instead of matched again.
+    reused: u64,
+}
+
+impl RuleMemo {
+    /// Forgets everything (for another manifest).
+    pub fn clear(&mut self) {
+        self.seen.clear();
+    }
+
+    /// Rules answered from the memo since it was made.
+    pub fn reused(&self) -> u64 {
+        self.reused
+    }
+}
+
+/// [`classify`], with the rules whose region text is the one in `memo` answered from there.
+/// `memo` must be this manifest's (see [`RuleMemo::clear`]).
+pub fn classify_with(m: &Manifest, snap: &Snapshot<'_>, memo: &mut RuleMemo) -> Option<Verdict> {
+    if m.rules.is_empty() {
+        return None;
+    }
+    memo.seen.resize_with(m.rules.len(), || None);
+    let cut = Cut::new(m, snap);
+    let best = winner(m, &cut, |i, text, lower| match &mut memo.seen[i] {
+        Some((last, matched)) if last.as_str() == text => {
+            memo.reused += 1;
+            *matched
+        }
+        Some((last, matched)) => {
+            *matched = m.rules[i].gate.matches(text, lower);
+            last.clear();
+            last.push_str(text);
+            *matched
+        }
+        slot @ None => {
+            let matched = m.rules[i].gate.matches(text, lower);
+            *slot = Some((text.to_string(), matched));
+            matched
+        }
+    });
+    Some(verdict_of(m, best))
 }
 
 /// Classifies and reports what every rule did.
@@ -135,7 +198,7 @@ pub fn evaluate(m: &Manifest, snap: &Snapshot<'_>) -> (Option<Verdict>, Vec<Evid
         return (None, Vec::new());
     }
     let cut = Cut::new(m, snap);
-    let best = winner(m, &cut);
+    let best = winner(m, &cut, holds(m));
     let evidence = m
         .rules
         .iter()
