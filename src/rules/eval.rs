@@ -1,7 +1,8 @@
 //! The engine: the highest priority rule that matches its region wins, and ties go to the
 //! earlier rule; a known agent with no match is idle as a fallback. Rules are tried from the
 //! highest priority down and the first match stops the search, so a verdict cuts only the
-//! regions of the rules it tried.
+//! regions of the rules it tried. A pane's classifications go through a [`RuleMemo`], which
+//! answers the rules whose region still holds the text they last read.
 
 use super::model::{Gate, Manifest, Rule, RuleState};
 use super::region::Region;
