@@ -159,20 +159,11 @@ pub struct Look {
 }
 
 /// Looks at a pane whose first process is `pane_pid` (see [`Look`]): its `stat`, the
-/// foreground leader's `stat` when that is another process, and its children.
+/// foreground leader's `stat` when that is another process, and its children, read as a
+/// pane's kept files read them ([`super::look_files::LookFiles`]), opened for this look alone.
 pub fn look(pane_pid: u32) -> Look {
-    let Some((name, tpgid)) = stat_name_tpgid(pane_pid) else {
-        return Look::default();
-    };
-    let leader = match tpgid {
-        Some(t) if t != pane_pid => stat_name_tpgid(t).map(|(n, _)| n).unwrap_or_default(),
-        _ => name,
-    };
-    Look {
-        tpgid,
-        leader,
-        children: main_children(pane_pid),
-    }
+    // The files opened for this look alone, closed when it is done.
+    super::look_files::LookFiles::default().look(pane_pid)
 }
 
 /// How long ago a process started (`starttime` of `/proc/PID/stat` against `/proc/uptime`,
