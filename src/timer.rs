@@ -223,24 +223,54 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
                     break_down(&shared);
                     return;
                 }
-                // Reading resets the expiry count; reading on to `WouldBlock` lets the runtime
-                // wait for the next expiry.
-                let mut count = [0u8; 8];
+                // One read resets the expiry count. The timer is one-shot and only this task
+                // arms it, so it cannot fire again before the next arming: the read says
+                // `WouldBlock` to the runtime even when it took the count, which forgets the
+                // readiness at once instead of a second read that would find nothing.
                 let mut fired = false;
-                while fd.try_read(&mut count).is_ok_and(|n| n > 0) {
-                    fired = true;
+                let read = fd.try_io(|| {
+                    let mut count = [0u8; 8];
+                    fired = rustix::io::read(&fd, &mut count)? > 0;
+                    Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+                });
+                match read {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    _ => {
+                        tracing::warn!(?read, "cannot read the timerfd: using tokio's timer");
+                        break_down(&shared);
+                        return;
+                    }
                 }
                 if fired {
                     armed = None;
                     release(&shared, Instant::now() + EARLY);
                     // The woken waiters run first and ask for their next instants: the timer
                     // is then armed once, for the earliest of them.
-                    tokio::task::yield_now().await;
+                    after_the_woken().await;
                 }
             }
             _ = shared.earlier.notified() => {}
         }
     }
+}
+
+/// Lets the tasks woken so far run before this task goes on: they are ahead of it in the run
+/// queue. Unlike `tokio::task::yield_now`, which waits for the runtime to look at its I/O
+/// first (a system call with nothing to find, at every wake-up of the timer). For a spawned
+/// task only: the future `block_on` polls is polled again before the queue.
+pub async fn after_the_woken() {
+    let mut queued = false;
+    std::future::poll_fn(|cx| {
+        if queued {
+            Poll::Ready(())
+        } else {
+            queued = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    })
+    .await
 }
 
 /// Lets every waiter at or before `now` go: they leave the wanted set at once, so the timer is
@@ -318,6 +348,43 @@ mod tests {
             .enable_all()
             .build()
             .expect("a runtime")
+    }
+
+    /// A task that wakes others and then awaits `after_the_woken` goes on after them (without
+    /// the wait, it would go on first).
+    #[test]
+    fn after_the_woken_lets_the_woken_tasks_run_first() {
+        rt().block_on(async {
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let gates: Vec<_> = (0..2)
+                .map(|_| Arc::new(tokio::sync::Notify::new()))
+                .collect();
+            let mut tasks = Vec::new();
+            for (name, gate) in ["b", "c"].into_iter().zip(&gates) {
+                let (gate, order) = (gate.clone(), order.clone());
+                tasks.push(tokio::spawn(async move {
+                    gate.notified().await;
+                    order.lock().expect("not poisoned").push(name);
+                }));
+            }
+            let waker = {
+                let order = order.clone();
+                tokio::spawn(async move {
+                    // Let b and c wait first.
+                    after_the_woken().await;
+                    for g in &gates {
+                        g.notify_one();
+                    }
+                    after_the_woken().await;
+                    order.lock().expect("not poisoned").push("x");
+                })
+            };
+            waker.await.expect("joined");
+            for t in tasks {
+                t.await.expect("joined");
+            }
+            assert_eq!(*order.lock().expect("not poisoned"), ["b", "c", "x"]);
+        });
     }
 
     #[test]

@@ -243,7 +243,7 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
             Wake::Deadline => {
                 // The readers woken by the same grid instant run first, and what they read is
                 // taken in before the timers act: a capture round sees every pane that wrote.
-                tokio::task::yield_now().await;
+                crate::timer::after_the_woken().await;
                 while let Some(o) = d.link.observer.as_mut().and_then(Observer::try_next) {
                     d.on_observed(now, o);
                 }

@@ -23,6 +23,7 @@
 pub mod keep;
 mod pace;
 mod reader;
+mod ready;
 pub mod relay;
 
 use std::io;
@@ -269,6 +270,7 @@ async fn serve(
     let mut handshakes: JoinSet<Option<(PaneId, OwnedFd)>> = JoinSet::new();
     let mut readers: JoinSet<()> = JoinSet::new();
     let mut serial = 0u64;
+    let ready = ready::GridReady::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -303,6 +305,7 @@ async fn serve(
                     fd,
                     events.clone(),
                     pacing.clone(),
+                    ready.clone(),
                     start,
                 ));
                 let opened = PipeEvent::Opened { pane, handle: PipeHandle { abort, serial } };

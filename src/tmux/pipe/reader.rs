@@ -23,6 +23,7 @@ use super::keep::Keeper;
 use super::pace::{
     deliver_now, flood_wait, grid_read, Flood, Lately, BIG_READ, FLOOD_BYTES, FLOOD_STEP,
 };
+use super::ready::GridReady;
 use super::{PipeEvent, PIPES};
 use crate::ids::PaneId;
 use crate::tmux::connection::{ConnEvent, ConnId, Pacing};
@@ -72,6 +73,14 @@ impl Stream {
         Ok(())
     }
 
+    /// The unwatched stream, for the grid's set ([`GridReady`]).
+    fn unwatched(&self) -> Option<&std::os::unix::net::UnixStream> {
+        match self {
+            Stream::Unwatched(s) => Some(s),
+            _ => None,
+        }
+    }
+
     fn try_read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             Stream::Watched(s) => s.try_read(buf),
@@ -90,12 +99,14 @@ pub(super) struct Pipe {
 
 /// Reads `pane`'s pipe until tmux closes it (the pane closed, or someone else's `pipe-pane`
 /// replaced ours) or the task is aborted (the observer let the pipe go). Nothing is read before
-/// `start` fires: the observer hears of the pipe first.
+/// `start` fires: the observer hears of the pipe first. While the pipe is read on the grid it
+/// is in `ready`, and a grid instant at which `ready` says it holds nothing reads nothing.
 pub(super) async fn read(
     pipe: Pipe,
     fd: OwnedFd,
     events: mpsc::Sender<(ConnId, ConnEvent)>,
     pacing: Pacing,
+    ready: GridReady,
     start: oneshot::Receiver<()>,
 ) {
     let Pipe { pane, serial } = pipe;
@@ -118,17 +129,30 @@ pub(super) async fn read(
         since: Instant::now(),
         bytes: 0,
     };
+    // Whether the pipe is in the grid's set (read only when the set says it holds bytes).
+    let mut in_set = false;
     loop {
         let owed = !pending.is_empty() || keeper.skipped() > 0;
+        let mut empty = false;
         let woke = match next_read {
             Some(at) => {
                 if stream.unwatch().is_err() {
                     break;
                 }
+                if !in_set {
+                    in_set = stream.unwatched().is_some_and(|s| ready.add(serial, s));
+                }
                 pacing.timer.sleep_until(at).await;
+                empty = in_set && !ready.holds(serial, at);
                 at
             }
             None => {
+                if in_set {
+                    if let Some(s) = stream.unwatched() {
+                        ready.remove(s);
+                    }
+                    in_set = false;
+                }
                 let Ok(s) = stream.watched() else { break };
                 match flood.as_ref().filter(|_| owed).map(|f| f.deliver_at) {
                     // What a flood kept goes out on the grid, writes or not.
@@ -151,7 +175,11 @@ pub(super) async fn read(
                 Instant::now()
             }
         };
-        let (got, eof) = read_available(&mut stream, &mut keeper, &mut pending);
+        let (got, eof) = if empty {
+            (0, false)
+        } else {
+            read_available(&mut stream, &mut keeper, &mut pending)
+        };
         let since_last_read = last_read.map(|t| woke.saturating_duration_since(t));
         last_read = Some(woke);
         if grid.is_on() {
@@ -232,6 +260,11 @@ pub(super) async fn read(
             at
         };
     }
+    if in_set {
+        if let Some(s) = stream.unwatched() {
+            ready.remove(s);
+        }
+    }
     // What was read and not yet taken goes first.
     if !pending.is_empty() || keeper.skipped() > 0 {
         let ev = PipeEvent::Output {
@@ -248,7 +281,10 @@ pub(super) async fn read(
 }
 
 /// Reads what the pipe holds (up to [`READ_LIMIT`]) through `keeper` onto `pending`. Returns
-/// the bytes read and whether the pipe ended.
+/// the bytes read and whether the pipe ended. An unwatched pipe's read that took less than it
+/// had room for emptied the pipe (a socket's read takes all it holds up to the room), so no
+/// read follows it to find nothing; a watched pipe is read until it says so, which is what lets
+/// the runtime wait for its next write.
 fn read_available(
     stream: &mut Stream,
     keeper: &mut Keeper,
@@ -271,6 +307,9 @@ fn read_available(
             };
             keeper.take(Instant::now(), &scratch[..n], pending);
             got += n;
+            if n < scratch.len() && stream.unwatched().is_some() {
+                return (got, false);
+            }
         }
         (got, false)
     })
@@ -296,7 +335,14 @@ mod tests {
             pane: PaneId(1),
             serial: 1,
         };
-        let task = tokio::spawn(read(pipe, OwnedFd::from(ours), tx, pacing, started));
+        let task = tokio::spawn(read(
+            pipe,
+            OwnedFd::from(ours),
+            tx,
+            pacing,
+            GridReady::new(),
+            started,
+        ));
         let _ = start.send(());
         // The pipe stays open until the test is done, as tmux keeps it while the pane lives.
         let (done, wait) = std::sync::mpsc::channel::<()>();
@@ -421,7 +467,14 @@ mod tests {
             pane: PaneId(1),
             serial: 1,
         };
-        let task = tokio::spawn(read(pipe, OwnedFd::from(ours), tx, pacing, started));
+        let task = tokio::spawn(read(
+            pipe,
+            OwnedFd::from(ours),
+            tx,
+            pacing,
+            GridReady::new(),
+            started,
+        ));
         let _ = start.send(());
         let writer = std::thread::spawn(move || {
             use std::io::Write as _;
