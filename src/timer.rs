@@ -257,8 +257,9 @@ async fn run(fd: pipe::Receiver, shared: Arc<Inner>) {
 
 /// Lets the tasks woken so far run before this task goes on: they are ahead of it in the run
 /// queue. Unlike `tokio::task::yield_now`, which waits for the runtime to look at its I/O
-/// first (a system call with nothing to find, at every wake-up of the timer). For a spawned
-/// task only: the future `block_on` polls is polled again before the queue.
+/// first (a system call with nothing to find, at every wake-up of the timer). Meant for spawned
+/// tasks: in the future `block_on` polls, the order holds too, but its wake-up makes the
+/// runtime look at its I/O all the same.
 pub async fn after_the_woken() {
     let mut queued = false;
     std::future::poll_fn(|cx| {

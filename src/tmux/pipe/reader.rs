@@ -1,7 +1,8 @@
 //! One pane's pipe, read the way a control client's output is ([`crate::tmux::connection`]):
 //! a write wakes the reader at once when the pipe was quiet; while the pane keeps writing, the
-//! pipe is left unwatched and read at the next instant of the read grid, so that a pane drawing
-//! every few milliseconds wakes the process once per period. An agent's pane is read on the
+//! pipe is left unwatched and read at the next instant of the read grid (if the grid's set says
+//! it holds bytes: [`super::ready`]), so that a pane drawing every few milliseconds wakes the
+//! process once per period. An agent's pane is read on the
 //! half-step grid while it draws, and for two read periods after, thirty while the grid's
 //! wake-ups are shared with others ([`super::pace::grid_read`]).
 //!
