@@ -320,6 +320,24 @@ fn read_available(
 mod tests {
     use super::*;
 
+    /// Starts a reader of `ours` (pane %1) on a read grid of `period` with tokio's timer,
+    /// reporting on `tx`; it reads once the returned sender fires.
+    fn spawn_reader(
+        ours: std::os::unix::net::UnixStream,
+        tx: mpsc::Sender<(ConnId, ConnEvent)>,
+        period: Duration,
+    ) -> (tokio::task::JoinHandle<()>, oneshot::Sender<()>) {
+        let (start, started) = oneshot::channel();
+        let pacing = Pacing::every(period, crate::timer::Timer::tokio());
+        let pipe = Pipe {
+            pane: PaneId(1),
+            serial: 1,
+        };
+        let ready = GridReady::new();
+        let task = tokio::spawn(read(pipe, OwnedFd::from(ours), tx, pacing, ready, started));
+        (task, start)
+    }
+
     /// Runs a reader on one end of a socket pair with a read grid of `period`; `write` writes
     /// the pane's bytes into the other end (from a thread, as tmux would). Returns every byte
     /// delivered until `tail` came, or what came by the deadline.
@@ -330,20 +348,7 @@ mod tests {
     ) -> Vec<u8> {
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
         let (tx, mut rx) = mpsc::channel(64);
-        let (start, started) = oneshot::channel();
-        let pacing = Pacing::every(period, crate::timer::Timer::tokio());
-        let pipe = Pipe {
-            pane: PaneId(1),
-            serial: 1,
-        };
-        let task = tokio::spawn(read(
-            pipe,
-            OwnedFd::from(ours),
-            tx,
-            pacing,
-            GridReady::new(),
-            started,
-        ));
+        let (task, start) = spawn_reader(ours, tx, period);
         let _ = start.send(());
         // The pipe stays open until the test is done, as tmux keeps it while the pane lives.
         let (done, wait) = std::sync::mpsc::channel::<()>();
@@ -462,20 +467,7 @@ mod tests {
         // reader about a hundred times; read as a flood, its reads gather several writes.
         let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socket pair");
         let (tx, mut rx) = mpsc::channel(256);
-        let (start, started) = oneshot::channel();
-        let pacing = Pacing::every(Duration::from_millis(100), crate::timer::Timer::tokio());
-        let pipe = Pipe {
-            pane: PaneId(1),
-            serial: 1,
-        };
-        let task = tokio::spawn(read(
-            pipe,
-            OwnedFd::from(ours),
-            tx,
-            pacing,
-            GridReady::new(),
-            started,
-        ));
+        let (task, start) = spawn_reader(ours, tx, Duration::from_millis(100));
         let _ = start.send(());
         let writer = std::thread::spawn(move || {
             use std::io::Write as _;
