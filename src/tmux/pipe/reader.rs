@@ -148,12 +148,7 @@ pub(super) async fn read(
                 at
             }
             None => {
-                if in_set {
-                    if let Some(s) = stream.unwatched() {
-                        ready.remove(s);
-                    }
-                    in_set = false;
-                }
+                leave_set(&mut in_set, &stream, &ready);
                 let Ok(s) = stream.watched() else { break };
                 match flood.as_ref().filter(|_| owed).map(|f| f.deliver_at) {
                     // What a flood kept goes out on the grid, writes or not.
@@ -261,11 +256,7 @@ pub(super) async fn read(
             at
         };
     }
-    if in_set {
-        if let Some(s) = stream.unwatched() {
-            ready.remove(s);
-        }
-    }
+    leave_set(&mut in_set, &stream, &ready);
     // What was read and not yet taken goes first.
     if !pending.is_empty() || keeper.skipped() > 0 {
         let ev = PipeEvent::Output {
@@ -279,6 +270,16 @@ pub(super) async fn read(
     let _ = events
         .send((PIPES, ConnEvent::Pipe(PipeEvent::Closed { pane, serial })))
         .await;
+}
+
+/// Takes the pipe out of the grid's set if it is in it (it is watched again, or its reader
+/// ends), while its descriptor is still open.
+fn leave_set(in_set: &mut bool, stream: &Stream, ready: &GridReady) {
+    if std::mem::take(in_set) {
+        if let Some(s) = stream.unwatched() {
+            ready.remove(s);
+        }
+    }
 }
 
 /// Reads what the pipe holds (up to [`READ_LIMIT`]) through `keeper` onto `pending`. Returns
