@@ -1362,9 +1362,9 @@ fn panes_as_known(obs: &Observer) -> Vec<String> {
 
 /// With pipes, a re-list asks tmux only for the windows, panes and sessions that changed, and
 /// the inventory still ends as tmux lists every pane: after a rename in another session, a
-/// window inserted before others (their indexes move), a split, a pane killed, another window
-/// made current, a window killed with `renumber-windows`, a session renamed, made and killed.
-/// Only the first list is a full one.
+/// window inserted before others (their indexes move), a split, another pane made active, a
+/// pane killed, another window made current, a window killed with `renumber-windows`, a
+/// session renamed, made and killed. Only the first list is a full one.
 #[test]
 fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
     let mut tmux = Tmux::new();
@@ -1384,6 +1384,9 @@ fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
             ("rename", &["rename-window", "-t", "other:1", "renamed"]),
             ("insert", &["new-window", "-d", "-a", "-t", "other:0"]),
             ("split", &["split-window", "-d", "-t", "other:2"]),
+            // Another pane made active in a session the client does not show: only
+            // `%window-pane-changed` says so (the world subscription carries no active flags).
+            ("select a pane", &["select-pane", "-t", "other:2.1"]),
             ("kill a pane", &["kill-pane", "-t", "other:2.0"]),
             ("select", &["select-window", "-t", "other:3"]),
             ("kill a window", &["kill-window", "-t", "other:1"]),

@@ -1,15 +1,22 @@
 //! The world subscription: with pane pipes, one control client watches the whole server. tmux
-//! tells a control client of some changes only when they happen in its own session (a pane's
-//! layout or size, the active pane of a window) and evaluates pane subscriptions only for its
-//! own session's panes, so the observer subscribes, on a window of its one client, to a format
+//! tells a control client of a window's layout, and so of its panes' sizes, only when the
+//! window is in the client's own session, and evaluates pane subscriptions only for its own
+//! session's panes, so the observer subscribes, on a window of its one client, to a format
 //! that loops over every session, window and pane (`#{S:#{W:#{P:…}}}`): each pane's id, first
-//! process, whether it is active, and its size. tmux expands it once a second (as it does every
-//! subscription) and says so when the text changes; [`diff`] tells which panes' first process
-//! changed (`respawn-pane`, which writes nothing) and whether anything else did.
+//! process and size. tmux expands it once a second (as it does every subscription) and says so
+//! when the text changes; [`diff`] tells which panes' first process changed (`respawn-pane`,
+//! which writes nothing) and whether anything else did.
 //!
-//! Not in it: the pane's current command. tmux reads it from `/proc` for every pane at every
-//! expansion, which was half of what the expansion cost (about 7.8 µs a pane, 0.2 % of a core
-//! at 200 idle panes); the daemon sees a new program itself, by looking at the pane's
+//! Not in it: which pane and which window are active. tmux 3.3a sends `%window-pane-changed`
+//! and `%session-window-changed` to every control client, whatever its session (checked in its
+//! `control-notify.c` and on this machine), and the observer re-lists their window or session.
+//! Every key costs the expansion about 1.3 µs a pane on this machine, mostly tmux looking the
+//! name up in six option trees before its own table: the two flags were a third of the keys
+//! (a quiet server of 496 one-pane windows: 0.48 % of a core with them, 0.33 % without).
+//!
+//! Not in it either: the pane's current command. tmux reads it from `/proc` for every pane at
+//! every expansion, which was half of what the expansion cost (about 7.8 µs a pane, 0.2 % of a
+//! core at 200 idle panes); the daemon sees a new program itself, by looking at the pane's
 //! foreground after its output (`daemon::panes`). A re-list still reads tmux's name.
 //!
 //! A window subscription is looked up by id and skipped for a client without a session (unlike
@@ -29,18 +36,12 @@ const RS: char = '\u{241E}';
 
 /// The format: one record per pane (per session that shows it), fields joined with [`SEP`].
 pub fn format() -> String {
-    let f = [
-        "#{pane_id}",
-        "#{pane_pid}",
-        "#{pane_active}#{window_active}",
-        "#{pane_width}x#{pane_height}",
-    ]
-    .join(&SEP.to_string());
+    let f = ["#{pane_id}", "#{pane_pid}", "#{pane_width}x#{pane_height}"].join(&SEP.to_string());
     format!("#{{S:#{{W:#{{P:{f}{RS}}}}}}}")
 }
 
 /// What the world text says: each pane's first process, and the rest (which panes, where,
-/// active, sizes) as one text to compare.
+/// their sizes) as one text to compare.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct World {
     /// Each pane's first process.
@@ -54,15 +55,13 @@ pub fn parse(value: &str) -> World {
     let mut w = World::default();
     for rec in value.split(RS).filter(|r| !r.is_empty()) {
         let f: Vec<&str> = rec.split(SEP).collect();
-        let [id, pid, flags, size] = f[..] else {
+        let [id, pid, size] = f[..] else {
             continue;
         };
         let Some(pane) = PaneId::parse(id) else {
             continue;
         };
         w.shape.push_str(id);
-        w.shape.push(' ');
-        w.shape.push_str(flags);
         w.shape.push(' ');
         w.shape.push_str(size);
         w.shape.push(RS);
@@ -76,7 +75,7 @@ pub fn parse(value: &str) -> World {
 pub struct Changes {
     /// Panes whose first process changed (panes in both).
     pub respawned: Vec<PaneId>,
-    /// Panes came or went, moved, changed size or active state.
+    /// Panes came or went, moved or changed size.
     pub structure: bool,
 }
 
@@ -94,29 +93,27 @@ pub fn diff(old: &World, new: &World) -> Changes {
     }
 }
 
-/// The world text's records: each pane's id, its active flags and its size, as [`parse`] kept
-/// them (in tmux's order, a pane shown by several sessions once per session).
-fn records(world: &World) -> impl Iterator<Item = (PaneId, &str, &str)> {
+/// The world text's records: each pane's id and its size, as [`parse`] kept them (in tmux's
+/// order, a pane shown by several sessions once per session).
+fn records(world: &World) -> impl Iterator<Item = (PaneId, &str)> {
     world.shape.split(RS).filter_map(|rec| {
-        let mut f = rec.split(' ');
-        let (id, flags, size) = (f.next()?, f.next()?, f.next()?);
-        Some((PaneId::parse(id)?, flags, size))
+        let (id, size) = rec.split_once(' ')?;
+        Some((PaneId::parse(id)?, size))
     })
 }
 
-/// Whether the inventory shows `p` as active and as large as a record says.
-fn shown_as(p: &PaneInfo, flags: &str, size: &str) -> bool {
-    flags == format!("{}{}", u8::from(p.active), u8::from(p.window_active))
-        && size == format!("{}x{}", p.width, p.height)
+/// Whether the inventory shows `p` as large as a record says.
+fn shown_as(p: &PaneInfo, size: &str) -> bool {
+    size == format!("{}x{}", p.width, p.height)
 }
 
 /// Whether `panes` (the inventory, as of the last list) already shows what the world text
-/// shows of every pane: the same panes, each as active and of the same size. A structural change
+/// shows of every pane: the same panes, each of the same size. A structural change
 /// that a re-list made since has already taken in needs no other.
 pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     let mut seen = 0;
-    for (id, flags, size) in records(world) {
-        if !panes.get(&id).is_some_and(|p| shown_as(p, flags, size)) {
+    for (id, size) in records(world) {
+        if !panes.get(&id).is_some_and(|p| shown_as(p, size)) {
             return false;
         }
         seen += 1;
@@ -126,13 +123,13 @@ pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     seen == panes.len()
 }
 
-/// The panes the world text shows otherwise than `panes` does (come, gone, or another active
-/// state or size): what a re-list must cover to agree with it again. Empty when it disagrees
+/// The panes the world text shows otherwise than `panes` does (come, gone, or another size):
+/// what a re-list must cover to agree with it again. Empty when it disagrees
 /// in nothing a pane can name (the panes' order, a pane shown twice).
 pub fn disagreeing(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
     let mut out: std::collections::BTreeSet<PaneId> = records(world)
-        .filter(|(id, flags, size)| !panes.get(id).is_some_and(|p| shown_as(p, flags, size)))
-        .map(|(id, _, _)| id)
+        .filter(|(id, size)| !panes.get(id).is_some_and(|p| shown_as(p, size)))
+        .map(|(id, _)| id)
         .collect();
     out.extend(panes.keys().filter(|id| !world.pids.contains_key(id)));
     out.into_iter().collect()
@@ -145,7 +142,7 @@ impl Observer {
     /// The world subscription's text changed: a pane whose first process changed is reported
     /// (the inventory updated, and a re-list asked for, which reads tmux's name of its new
     /// program), anything else is a structural change. The first text is compared with the
-    /// inventory.
+    /// inventory in everything it says.
     pub(super) fn on_world(&mut self, value: &str) {
         let new = parse(value);
         let (respawned, structure) = match &self.world {
@@ -162,7 +159,10 @@ impl Observer {
                     })
                     .map(|(id, _)| *id)
                     .collect();
-                (changed, false)
+                // The first text has nothing before it to differ from: it differs from the
+                // inventory wherever the first list is behind (a pane killed or resized in a
+                // session the client does not show, between the list and the first expansion).
+                (changed, true)
             }
         };
         let mut targets = Vec::new();
@@ -196,7 +196,7 @@ impl Observer {
 mod tests {
     use super::*;
 
-    fn text(recs: &[[&str; 4]]) -> String {
+    fn text(recs: &[[&str; 3]]) -> String {
         recs.iter()
             .map(|r| format!("{}{RS}", r.join(&SEP.to_string())))
             .collect()
@@ -208,20 +208,16 @@ mod tests {
         assert!(f.starts_with("#{S:#{W:#{P:#{pane_id}"), "{f}");
         assert!(f.ends_with("#{pane_height}\u{241E}}}}"), "{f}");
         assert!(!f.contains("command"), "{f}");
+        // Which pane and window are active come by notification, to every control client.
+        assert!(!f.contains("active"), "{f}");
     }
 
     #[test]
     fn a_new_first_process_names_its_pane_and_a_new_pane_is_structure() {
-        let a = parse(&text(&[
-            ["%1", "10", "11", "80x24"],
-            ["%2", "20", "01", "80x24"],
-        ]));
+        let a = parse(&text(&[["%1", "10", "80x24"], ["%2", "20", "80x24"]]));
         assert_eq!(a.pids[&PaneId(2)], 20);
         assert_eq!(diff(&a, &a.clone()), Changes::default());
-        let respawned = parse(&text(&[
-            ["%1", "10", "11", "80x24"],
-            ["%2", "21", "01", "80x24"],
-        ]));
+        let respawned = parse(&text(&[["%1", "10", "80x24"], ["%2", "21", "80x24"]]));
         assert_eq!(
             diff(&a, &respawned),
             Changes {
@@ -230,9 +226,9 @@ mod tests {
             }
         );
         let more = parse(&text(&[
-            ["%1", "10", "11", "80x24"],
-            ["%2", "20", "01", "80x24"],
-            ["%3", "30", "00", "80x24"],
+            ["%1", "10", "80x24"],
+            ["%2", "20", "80x24"],
+            ["%3", "30", "80x24"],
         ]));
         assert_eq!(
             diff(&a, &more),
@@ -241,11 +237,10 @@ mod tests {
                 structure: true
             }
         );
-        let moved = parse(&text(&[
-            ["%1", "10", "01", "80x24"],
-            ["%2", "20", "11", "40x24"],
-        ]));
-        assert!(diff(&a, &moved).structure);
+        let resized = parse(&text(&[["%1", "10", "80x24"], ["%2", "20", "40x24"]]));
+        assert!(diff(&a, &resized).structure);
+        let swapped = parse(&text(&[["%2", "20", "80x24"], ["%1", "10", "80x24"]]));
+        assert!(diff(&a, &swapped).structure);
     }
 
     /// A `list-panes -a` line of the inventory's fields for a pane.
@@ -278,19 +273,21 @@ mod tests {
 
     #[test]
     fn a_change_a_re_list_already_took_in_needs_no_other() {
-        let w = parse(&text(&[
-            ["%1", "10", "11", "80x24"],
-            ["%2", "20", "10", "40x24"],
-        ]));
+        let w = parse(&text(&[["%1", "10", "80x24"], ["%2", "20", "40x24"]]));
         let inv = |lines: &[String]| crate::tmux::inventory::parse_panes(lines);
         assert!(agrees_with(
             &w,
             &inv(&[listed(1, 1, 1, 80, 24), listed(2, 0, 1, 40, 24)])
         ));
-        // Sizes, active flags, panes missing or more: the inventory is behind.
+        // Another active pane or window is not the world's to tell: the notifications' re-lists
+        // take it in.
+        assert!(agrees_with(
+            &w,
+            &inv(&[listed(1, 0, 0, 80, 24), listed(2, 1, 1, 40, 24)])
+        ));
+        // Sizes, panes missing or more: the inventory is behind.
         for panes in [
             vec![listed(1, 1, 1, 80, 24), listed(2, 0, 1, 80, 24)],
-            vec![listed(1, 1, 1, 80, 24), listed(2, 1, 1, 40, 24)],
             vec![listed(1, 1, 1, 80, 24)],
             vec![
                 listed(1, 1, 1, 80, 24),
@@ -304,10 +301,7 @@ mod tests {
 
     #[test]
     fn the_panes_the_inventory_shows_otherwise_are_named_for_the_re_list() {
-        let w = parse(&text(&[
-            ["%1", "10", "11", "80x24"],
-            ["%2", "20", "10", "40x24"],
-        ]));
+        let w = parse(&text(&[["%1", "10", "80x24"], ["%2", "20", "40x24"]]));
         let inv = |lines: &[String]| crate::tmux::inventory::parse_panes(lines);
         let agreeing = inv(&[listed(1, 1, 1, 80, 24), listed(2, 0, 1, 40, 24)]);
         assert_eq!(disagreeing(&w, &agreeing), []);
@@ -322,8 +316,8 @@ mod tests {
     #[test]
     fn garbage_records_are_skipped() {
         let w = parse(&format!(
-            "junk{RS}%x{SEP}1{SEP}11{SEP}1x1{RS}%5{SEP}1{SEP}11{SEP}1x1{SEP}extra{RS}{}",
-            text(&[["%4", "40", "11", "80x24"]])
+            "junk{RS}%x{SEP}1{SEP}1x1{RS}%5{SEP}1{SEP}1x1{SEP}extra{RS}{}",
+            text(&[["%4", "40", "80x24"]])
         ));
         assert_eq!(w.pids.len(), 1);
         assert_eq!(w.pids[&PaneId(4)], 40);
