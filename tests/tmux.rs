@@ -1387,6 +1387,9 @@ fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
             // Another pane made active in a session the client does not show: only
             // `%window-pane-changed` says so (the world subscription carries no active flags).
             ("select a pane", &["select-pane", "-t", "other:2.1"]),
+            // The pane not active: nothing names its window, only the world's text shows it
+            // gone and the other grown. The steps so far take well under a second, so this is
+            // usually tmux's first expansion of the world, which must be read in full too.
             ("kill a pane", &["kill-pane", "-t", "other:2.0"]),
             ("select", &["select-window", "-t", "other:3"]),
             ("kill a window", &["kill-window", "-t", "other:1"]),

@@ -108,8 +108,8 @@ fn shown_as(p: &PaneInfo, size: &str) -> bool {
 }
 
 /// Whether `panes` (the inventory, as of the last list) already shows what the world text
-/// shows of every pane: the same panes, each of the same size. A structural change
-/// that a re-list made since has already taken in needs no other.
+/// shows of every pane: the same panes, each of the same size. A structural change that a
+/// re-list made since has already taken in needs no other.
 pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     let mut seen = 0;
     for (id, size) in records(world) {
@@ -124,8 +124,8 @@ pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
 }
 
 /// The panes the world text shows otherwise than `panes` does (come, gone, or another size):
-/// what a re-list must cover to agree with it again. Empty when it disagrees
-/// in nothing a pane can name (the panes' order, a pane shown twice).
+/// what a re-list must cover to agree with it again. Empty when it disagrees in nothing a pane
+/// can name (the panes' order, a pane shown twice).
 pub fn disagreeing(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
     let mut out: std::collections::BTreeSet<PaneId> = records(world)
         .filter(|(id, size)| !panes.get(id).is_some_and(|p| shown_as(p, size)))
