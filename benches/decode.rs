@@ -9,12 +9,17 @@
 //! split, `%output` data copied (still escaped) into the read's batch, and each batch entry
 //! scanned the way `PaneEntry::on_output` does it: un-escaped from its first ESC only, then fed
 //! to the OSC scanner. "… unescape everything" is the path before escaped pass-through.
+//!
+//! "model/AGENT" is the text model's part of an agent pane's read (`src/vt`): each pipe read of
+//! a paced recording fed to the model, then the screen's text taken, as a look the model serves
+//! takes it (time per read).
 #![allow(missing_docs)] // criterion macros generate undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use thinkterm_sidecar::osc::scanner::Scanner;
 use thinkterm_sidecar::tmux::escape::{escape, unescape, Escaped};
 use thinkterm_sidecar::tmux::protocol::{Decoder, Line, LineSplitter};
+use thinkterm_sidecar::vt::TextScreen;
 
 /// How many raw bytes tmux puts in one `%output` line at most (its read buffer size varies; a
 /// few hundred to a few thousand bytes is what it writes under load).
@@ -143,5 +148,46 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A paced recording's pipe reads (`tests/fixtures/paced`): the bytes, cut where each read ended.
+fn paced_reads(version: &str) -> (Vec<u8>, Vec<usize>) {
+    let dir = std::path::Path::new(fixtures::AGENTS)
+        .with_file_name("paced")
+        .join(version);
+    let read = |name: &str| {
+        let p = dir.join(name);
+        std::fs::read(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
+    };
+    let raw = read("raw-main-120x40.bin");
+    let pace = String::from_utf8(read("raw-main-120x40.pace")).expect("a pace file is text");
+    let ends = pace
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+        .map(|end| end.min(raw.len()))
+        .collect();
+    (raw, ends)
+}
+
+fn bench_model(c: &mut Criterion) {
+    for version in ["claude-code/2.1.328", "codex/0.171.0", "gemini-cli/0.61.0"] {
+        let (raw, ends) = paced_reads(version);
+        assert!(ends.len() > 100, "{version}: {} reads", ends.len());
+        let mut g = c.benchmark_group(format!("model/{version}"));
+        g.throughput(Throughput::Elements(ends.len() as u64));
+        g.bench_function("each read fed, then the text taken", |b| {
+            b.iter(|| {
+                let mut s = TextScreen::new(40, 120);
+                let (mut at, mut len) = (0, 0);
+                for &end in &ends {
+                    s.process(&raw[at..end]);
+                    at = end;
+                    len += s.text().len();
+                }
+                black_box(len)
+            })
+        });
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench, bench_model);
 criterion_main!(benches);
