@@ -1364,7 +1364,8 @@ fn panes_as_known(obs: &Observer) -> Vec<String> {
 /// the inventory still ends as tmux lists every pane: after a rename in another session, a
 /// window inserted before others (their indexes move), a split, another pane made active, a
 /// pane killed, another window made current, a window killed with `renumber-windows`, a
-/// session renamed, made and killed. Only the first list is a full one.
+/// session renamed, made and killed, a window of four panes made, two of them swapped. Only
+/// the first list is a full one.
 #[test]
 fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
     let mut tmux = Tmux::new();
@@ -1399,6 +1400,26 @@ fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
             ),
             ("new session", &["new-session", "-d", "-s", "later"]),
             ("kill a session", &["kill-session", "-t", "later"]),
+            (
+                "a window",
+                &["new-window", "-d", "-t", "renamed-s:", "-n", "four"],
+            ),
+            (
+                "its second pane",
+                &["split-window", "-d", "-t", "renamed-s:four"],
+            ),
+            (
+                "its third pane",
+                &["split-window", "-d", "-t", "renamed-s:four"],
+            ),
+            (
+                "its fourth pane",
+                &["split-window", "-d", "-t", "renamed-s:four"],
+            ),
+            (
+                "even",
+                &["select-layout", "-t", "renamed-s:four", "even-vertical"],
+            ),
         ];
         for (what, args) in steps {
             tmux.cmd(args);
@@ -1407,6 +1428,32 @@ fn a_re_list_of_what_changed_keeps_every_pane_as_tmux_lists_it() {
             })
             .await;
         }
+        // Two panes of one size, neither active, trade places: tmux tells no control client of
+        // another session, and the world's text shows it only in its order.
+        let four = tmux.cmd(&[
+            "list-panes",
+            "-t",
+            "renamed-s:four",
+            "-F",
+            "#{pane_active} #{pane_width}x#{pane_height}",
+        ]);
+        let four: Vec<&str> = four.lines().collect();
+        assert!(
+            four.len() == 4 && four[1] == four[2] && four[1].starts_with('0'),
+            "two inactive panes of one size: {four:?}"
+        );
+        tmux.cmd(&[
+            "swap-pane",
+            "-d",
+            "-s",
+            "renamed-s:four.1",
+            "-t",
+            "renamed-s:four.2",
+        ]);
+        until_listed(obs, 10, "two panes of one size swapped", |obs, _| {
+            panes_as_known(obs) == panes_as_listed(&tmux)
+        })
+        .await;
         let (full, scoped) = obs.relist_counts();
         assert_eq!(
             full, 1,

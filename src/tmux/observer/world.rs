@@ -5,7 +5,9 @@
 //! that loops over every session, window and pane (`#{S:#{W:#{P:…}}}`): each pane's id, first
 //! process and size. tmux expands it once a second (as it does every subscription) and says so
 //! when the text changes; [`diff`] tells which panes' first process changed (`respawn-pane`,
-//! which writes nothing) and whether anything else did.
+//! which writes nothing) and whether anything else did. Its order is tmux's walk (sessions,
+//! their windows by index, their panes by index), so it also shows panes or windows that traded
+//! places, which nothing tells a client of another session.
 //!
 //! Not in it: which pane and which window are active. tmux 3.3a sends `%window-pane-changed`
 //! and `%session-window-changed` to every control client, whatever its session (checked in its
@@ -107,9 +109,42 @@ fn shown_as(p: &PaneInfo, size: &str) -> bool {
     size == format!("{}x{}", p.width, p.height)
 }
 
+/// The panes `panes` places otherwise than the world text's order: tmux walks each session's
+/// windows by index and each window's panes by index, so within a session the inventory's
+/// (window index, pane index) order is the world's. A pane swapped with another of its size
+/// that is not active (`swap-pane -d`), or a window swapped with another (`swap-window`), is
+/// told to no control client of another session, and only the order shows it.
+fn misplaced(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
+    let mut at: HashMap<PaneId, usize> = HashMap::new();
+    for (i, (id, _)) in records(world).enumerate() {
+        at.entry(id).or_insert(i);
+    }
+    let mut by_session: BTreeMap<SessionId, Vec<(u32, u32, usize, PaneId)>> = BTreeMap::new();
+    for p in panes.values() {
+        if let Some(&i) = at.get(&p.id) {
+            let placed = (p.window_index, p.index, i, p.id);
+            by_session.entry(p.session).or_default().push(placed);
+        }
+    }
+    let mut out = Vec::new();
+    for mut listed in by_session.into_values() {
+        listed.sort_unstable();
+        let mut walked = listed.clone();
+        walked.sort_unstable_by_key(|&(_, _, i, _)| i);
+        out.extend(
+            listed
+                .iter()
+                .zip(&walked)
+                .filter(|(l, w)| l.3 != w.3)
+                .map(|(l, _)| l.3),
+        );
+    }
+    out
+}
+
 /// Whether `panes` (the inventory, as of the last list) already shows what the world text
-/// shows of every pane: the same panes, each of the same size. A structural change that a
-/// re-list made since has already taken in needs no other.
+/// shows of every pane: the same panes, each of the same size and in the world's order. A
+/// structural change that a re-list made since has already taken in needs no other.
 pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     let mut seen = 0;
     for (id, size) in records(world) {
@@ -120,11 +155,11 @@ pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
     }
     // A pane listed under several (grouped) sessions comes once per session: then the counts
     // differ, and the re-list decides.
-    seen == panes.len()
+    seen == panes.len() && misplaced(world, panes).is_empty()
 }
 
-/// The panes the world text shows otherwise than `panes` does (come, gone, or another size):
-/// what a re-list must cover to agree with it again. Empty when it disagrees in nothing a pane
+/// The panes the world text shows otherwise than `panes` does (come, gone, another size or
+/// place): what a re-list must cover to agree with it again. Empty when it disagrees in nothing a pane
 /// can name (the panes' order, a pane shown twice).
 pub fn disagreeing(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
     let mut out: std::collections::BTreeSet<PaneId> = records(world)
@@ -132,11 +167,14 @@ pub fn disagreeing(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<Pan
         .map(|(id, _)| id)
         .collect();
     out.extend(panes.keys().filter(|id| !world.pids.contains_key(id)));
+    out.extend(misplaced(world, panes));
     out.into_iter().collect()
 }
 
 use super::{Observed, Observer, Target};
+use crate::ids::SessionId;
 use crate::tmux::inventory::PaneInfo;
+use std::collections::HashMap;
 
 impl Observer {
     /// The world subscription's text changed: a pane whose first process changed is reported
@@ -311,6 +349,37 @@ mod tests {
         // %2 is new; %3 is gone.
         let behind = inv(&[listed(1, 1, 1, 80, 24), listed(3, 0, 1, 40, 24)]);
         assert_eq!(disagreeing(&w, &behind), [PaneId(2), PaneId(3)]);
+    }
+
+    /// [`listed`] with the pane in window `@window` at index `window_index`, as pane `index`.
+    fn placed(id: u32, window: u32, window_index: u32, index: u32) -> String {
+        let line = listed(id, 0, 0, 80, 24);
+        let mut f: Vec<String> = line.split(SEP).map(str::to_string).collect();
+        f[2] = format!("@{window}");
+        f[3] = window_index.to_string();
+        f[6] = index.to_string();
+        f.join(&SEP.to_string())
+    }
+
+    #[test]
+    fn panes_in_another_order_than_their_indexes_are_named_for_the_re_list() {
+        let inv = |lines: &[String]| crate::tmux::inventory::parse_panes(lines);
+        // Window 1 (index 0) holds %1 and %2; window 2 (index 1) holds %3.
+        let known = inv(&[placed(1, 1, 0, 0), placed(2, 1, 0, 1), placed(3, 2, 1, 0)]);
+        let w = |order: [&str; 3]| parse(&text(&order.map(|id| [id, "1", "80x24"])));
+        let walked = w(["%1", "%2", "%3"]);
+        assert!(agrees_with(&walked, &known));
+        assert_eq!(disagreeing(&walked, &known), []);
+        // %1 and %2 swapped places in their window: their indexes are stale.
+        let swapped = w(["%2", "%1", "%3"]);
+        assert!(!agrees_with(&swapped, &known));
+        assert_eq!(disagreeing(&swapped, &known), [PaneId(1), PaneId(2)]);
+        // The windows swapped indexes: every pane's window index is stale.
+        let windows = w(["%3", "%1", "%2"]);
+        assert_eq!(
+            disagreeing(&windows, &known),
+            [PaneId(1), PaneId(2), PaneId(3)]
+        );
     }
 
     #[test]
