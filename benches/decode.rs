@@ -148,22 +148,16 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-/// A paced recording's pipe reads (`tests/fixtures/paced`): the bytes, cut where each read ended.
+/// A paced recording's bytes, and where each of its pipe reads ended (`tests/fixtures/paced`).
 fn paced_reads(version: &str) -> (Vec<u8>, Vec<usize>) {
     let dir = std::path::Path::new(fixtures::AGENTS)
         .with_file_name("paced")
         .join(version);
-    let read = |name: &str| {
-        let p = dir.join(name);
-        std::fs::read(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
-    };
-    let raw = read("raw-main-120x40.bin");
-    let pace = String::from_utf8(read("raw-main-120x40.pace")).expect("a pace file is text");
-    let ends = pace
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
-        .map(|end| end.min(raw.len()))
-        .collect();
+    let raw = std::fs::read(dir.join("raw-main-120x40.bin"))
+        .unwrap_or_else(|e| panic!("fixture {}: {e}", dir.display()));
+    let pace = fixtures::load_pace(&dir)
+        .unwrap_or_else(|| panic!("fixture {}: no {}", dir.display(), fixtures::PACE));
+    let ends = pace.iter().map(|r| r.end.min(raw.len())).collect();
     (raw, ends)
 }
 

@@ -3,7 +3,7 @@
 //! identifies it from its foreground process. It replays a recording's `raw-main-120x40.bin`
 //! (every byte the real agent wrote to its pty) in a loop at the recorded pace, and logs the
 //! instant of every change of the ground-truth state (the frames' `.json` files give
-//! `raw_offset`, `t_since_start` and `state`). A recording with a [`PACE`] file is replayed at
+//! `raw_offset`, `t_since_start` and `state`). A recording with a [`super::fixtures::PACE`] file is replayed at
 //! the pace the agent wrote it (one write per read of the capture's pipe, at its instant);
 //! one without, in [`CHUNK_S`] chunks. The streaming pane writes log lines at a fixed rate.
 
@@ -12,14 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::fixtures::{load_pace, Read};
 use super::unix_ms;
 
 /// The recording every fake agent replays, in its fixture folder.
 pub const RAW: &str = "raw-main-120x40.bin";
-/// Beside [`RAW`] in a paced recording: one line per read of the capture's pipe (each of
-/// tmux's writes of the pane's bytes), `T END`: seconds since the capture began, and the raw
-/// stream's offset at the read's end.
-pub const PACE: &str = "raw-main-120x40.pace";
 /// Quiet time after the last recorded frame before the replay loops.
 const LOOP_TAIL_S: f64 = 1.5;
 /// Pace of the chunks written between two frames of the same state.
@@ -74,36 +71,6 @@ pub fn load_frames(dir: &Path) -> Vec<Frame> {
     }
     frames.sort_by(|a, b| a.offset.cmp(&b.offset).then(a.t.total_cmp(&b.t)));
     frames
-}
-
-/// One read of a paced recording's pipe: `t` seconds into the capture, ending at raw offset
-/// `end`.
-#[derive(Clone, Copy, Debug)]
-pub struct Read {
-    pub t: f64,
-    pub end: usize,
-}
-
-/// The [`PACE`] of the recording in `dir`, if it has one (a line that does not parse fails the
-/// run: a bench must not quietly fall back to another pace).
-pub fn load_pace(dir: &Path) -> Option<Vec<Read>> {
-    let p = dir.join(PACE);
-    let text = std::fs::read_to_string(&p).ok()?;
-    let reads = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| {
-            let mut w = l.split_whitespace();
-            match (
-                w.next().and_then(|t| t.parse().ok()),
-                w.next().and_then(|e| e.parse().ok()),
-            ) {
-                (Some(t), Some(end)) => Read { t, end },
-                _ => panic!("{}:{}: expected `T END`", p.display(), i + 1),
-            }
-        })
-        .collect();
-    Some(reads)
 }
 
 /// One write of the replay: at `t` seconds into the loop, bytes `from..to` (after a terminal

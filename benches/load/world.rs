@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::fixtures;
-use super::replay::{load_frames, load_pace, schedule, PACE, RAW};
+use super::fixtures::{load_pace, PACE};
+use super::replay::{load_frames, schedule, RAW};
 
 // ---------------------------------------------------------------------------------------------
 // Cleanup.
@@ -94,7 +95,7 @@ pub struct AgentKind {
     pub paced: Option<&'static str>,
 }
 
-/// Where the paced recordings are: one per agent version, each with its [`super::replay::PACE`].
+/// Where the paced recordings are: one per agent version, each with its [`super::fixtures::PACE`].
 pub const PACED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/paced");
 
 impl AgentKind {

@@ -190,12 +190,11 @@ fn the_kept_text_of_every_paced_recording_is_the_text_read_afresh() {
     let mut reads = 0;
     for dir in crate::test_fixtures::version_dirs("paced") {
         let raw = std::fs::read(dir.join("raw-main-120x40.bin")).unwrap();
-        let pace = std::fs::read_to_string(dir.join("raw-main-120x40.pace")).unwrap();
+        let pace = crate::test_fixtures::load_pace(&dir).expect("a paced recording's pace");
         let mut s = TextScreen::new(40, 120);
         let mut at = 0;
-        for line in pace.lines() {
-            let end: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-            let end = end.min(raw.len());
+        for read in pace {
+            let end = read.end.min(raw.len());
             s.process(&raw[at..end]);
             at = end;
             reads += 1;

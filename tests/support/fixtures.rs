@@ -111,3 +111,38 @@ pub fn frame(which: &str, prefix: &str) -> String {
     };
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("fixture {}: {e}", p.display()))
 }
+
+/// Beside a recording's `raw-main-120x40.bin` in a paced recording (`tests/fixtures/paced`):
+/// one line per read of the capture's pipe (each of tmux's writes of the pane's bytes), `T
+/// END`: seconds since the capture began, and the raw stream's offset at the read's end.
+pub const PACE: &str = "raw-main-120x40.pace";
+
+/// One read of a paced recording's pipe: `t` seconds into the capture, ending at raw offset
+/// `end`.
+#[derive(Clone, Copy, Debug)]
+pub struct Read {
+    pub t: f64,
+    pub end: usize,
+}
+
+/// The [`PACE`] of the recording in `dir`, if it has one (a line that does not parse fails the
+/// run: a bench must not quietly fall back to another pace).
+pub fn load_pace(dir: &Path) -> Option<Vec<Read>> {
+    let p = dir.join(PACE);
+    let text = std::fs::read_to_string(&p).ok()?;
+    let reads = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut w = l.split_whitespace();
+            match (
+                w.next().and_then(|t| t.parse().ok()),
+                w.next().and_then(|e| e.parse().ok()),
+            ) {
+                (Some(t), Some(end)) => Read { t, end },
+                _ => panic!("{}:{}: expected `T END`", p.display(), i + 1),
+            }
+        })
+        .collect();
+    Some(reads)
+}

@@ -146,16 +146,9 @@ fn misplaced(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> Vec<PaneId> {
 /// shows of every pane: the same panes, each of the same size and in the world's order. A
 /// structural change that a re-list made since has already taken in needs no other.
 pub fn agrees_with(world: &World, panes: &BTreeMap<PaneId, PaneInfo>) -> bool {
-    let mut seen = 0;
-    for (id, size) in records(world) {
-        if !panes.get(&id).is_some_and(|p| shown_as(p, size)) {
-            return false;
-        }
-        seen += 1;
-    }
     // A pane listed under several (grouped) sessions comes once per session: then the counts
     // differ, and the re-list decides.
-    seen == panes.len() && misplaced(world, panes).is_empty()
+    records(world).count() == panes.len() && disagreeing(world, panes).is_empty()
 }
 
 /// The panes the world text shows otherwise than `panes` does (come, gone, another size or
